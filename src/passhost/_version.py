@@ -1,0 +1,3 @@
+"""The installed version of passhost."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,35 @@
+"""The graph-level IR (Relay-like): expressions, operators, analyses, the interpreter.
+
+Operator builders are available as in TVM: ``relay.add``, ``relay.nn.conv2d``,
+``relay.qnn.conv2d``, ``relay.reshape``, ...
+"""
+
+from passhost.ir.expr import GlobalVar
+from passhost.ir.module import IRModule
+from passhost.ir.types import FuncType, TensorType, TupleType
+from passhost.relay import analysis
+from passhost.relay.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    Tuple,
+    TupleGetItem,
+    Var,
+    const,
+    var,
+)
+from passhost.relay.interpreter import Interpreter, evaluate
+from passhost.relay.op import get_op, nn, qnn
+from passhost.relay.op.reduce import *  # noqa: F403
+from passhost.relay.op.tensor import *  # noqa: F403
+from passhost.relay.op.transform import *  # noqa: F403
+from passhost.relay.type_infer import infer_type
+from passhost.relay.visitor import ExprMutator, ExprVisitor, post_order, post_order_visit
+
+__all__ = [
+    "Call", "Constant", "Expr", "ExprMutator", "ExprVisitor", "FuncType", "Function",
+    "GlobalVar", "IRModule", "Interpreter", "TensorType", "Tuple", "TupleGetItem",
+    "TupleType", "Var", "analysis", "const", "evaluate", "get_op", "infer_type", "nn",
+    "post_order", "post_order_visit", "qnn", "var",
+]
