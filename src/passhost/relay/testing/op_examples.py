@@ -1,0 +1,45 @@
+"""Small, well-typed example functions for every operator, for tests and fuzzing.
+
+Each group of operators keeps its examples in ``examples_<group>.py`` as a list
+``EXAMPLES`` of ``(op name, builder)`` pairs; a builder returns a graph ``Function`` whose
+parameters accept any random values of their types (inputs with constraints, such as
+indices, are constants inside the function).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from passhost.ir.types import TensorType
+from passhost.relay.expr import Function
+
+Builder = Callable[[], Function]
+
+
+def all_examples() -> list[tuple[str, Builder]]:
+    """Every ``(op name, builder)`` pair of every operator group."""
+    from passhost.relay.testing import examples_nn, examples_qnn, examples_tensor
+
+    return [*examples_nn.EXAMPLES, *examples_tensor.EXAMPLES, *examples_qnn.EXAMPLES]
+
+
+def random_inputs(func: Function, seed: int = 0) -> list[np.ndarray]:
+    """Random arrays for the parameters of ``func``: floats in [-2, 2), ints within
+    [-5, 5] (clipped to the dtype), bools at random."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in func.params:
+        ty = p.checked_type
+        assert isinstance(ty, TensorType), f"example parameters are tensors, found {ty}"
+        if ty.dtype.startswith("float"):
+            arr = rng.uniform(-2, 2, size=ty.shape).astype(ty.dtype)
+        elif ty.dtype == "bool":
+            arr = rng.integers(0, 2, size=ty.shape).astype(bool)
+        else:
+            info = np.iinfo(ty.dtype)
+            lo, hi = max(-5, int(info.min)), min(5, int(info.max))
+            arr = rng.integers(lo, hi + 1, size=ty.shape).astype(ty.dtype)
+        out.append(arr)
+    return out
