@@ -81,7 +81,7 @@ def _readonly_array(value: object) -> np.ndarray:
     if arr.dtype == np.float64 and not isinstance(value, np.ndarray):
         arr = arr.astype(np.float32)
     if arr.flags.writeable or not arr.flags.c_contiguous:
-        arr = np.ascontiguousarray(arr).copy()
+        arr = np.array(arr, order="C", copy=True)
         arr.flags.writeable = False
     check_dtype(arr.dtype.name)
     return arr

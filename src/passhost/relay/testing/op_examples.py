@@ -8,11 +8,11 @@ indices, are constants inside the function).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from passhost.ir.types import TensorType
+from passhost.ir.types import TensorType, Type
 from passhost.relay.expr import Function
 
 Builder = Callable[[], Function]
@@ -26,13 +26,17 @@ def all_examples() -> list[tuple[str, Builder]]:
 
 
 def random_inputs(func: Function, seed: int = 0) -> list[np.ndarray]:
-    """Random arrays for the parameters of ``func``: floats in [-2, 2), ints within
-    [-5, 5] (clipped to the dtype), bools at random."""
+    """Random arrays for the parameters of ``func`` (see :func:`random_arrays`)."""
+    return random_arrays([p.checked_type for p in func.params], seed)
+
+
+def random_arrays(types: Sequence[Type], seed: int = 0) -> list[np.ndarray]:
+    """Random arrays of the given tensor types: floats in [-2, 2), ints within [-5, 5]
+    (clipped to the dtype), bools at random."""
     rng = np.random.default_rng(seed)
     out = []
-    for p in func.params:
-        ty = p.checked_type
-        assert isinstance(ty, TensorType), f"example parameters are tensors, found {ty}"
+    for ty in types:
+        assert isinstance(ty, TensorType), f"expected tensor types, found {ty}"
         if ty.dtype.startswith("float"):
             arr = rng.uniform(-2, 2, size=ty.shape).astype(ty.dtype)
         elif ty.dtype == "bool":

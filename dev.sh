@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The developer entry point (the README's quick start):
+#   bash dev.sh demo   - set up, then compile and run a zoo model (the main job)
+#   bash dev.sh test   - set up, then lint and run the whole test suite
+# Setup creates a virtual environment (.venv, or $PASSHOST_VENV) and installs passhost,
+# its plugins and the test tools into it; it needs only Python 3.10+ and pip.
+set -euo pipefail
+cd "$(dirname "$0")"
+venv=${PASSHOST_VENV:-.venv}
+
+setup() {
+  if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+  fi
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]"
+}
+
+case "${1:-}" in
+  demo)
+    setup
+    "$venv/bin/passhost" zoo run resnet-18
+    ;;
+  test)
+    shift
+    setup
+    "$venv/bin/ruff" check .
+    set +e
+    "$venv/bin/python" -m pytest "$@"
+    status=$?
+    set -e
+    if [ "$status" -eq 5 ]; then
+      echo "dev.sh: pytest collected no tests; that is a failure" >&2
+      exit 1
+    fi
+    exit "$status"
+    ;;
+  *)
+    echo "usage: bash dev.sh demo|test [pytest args...]" >&2
+    exit 2
+    ;;
+esac
