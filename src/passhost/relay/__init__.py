@@ -21,6 +21,9 @@ from passhost.relay.expr import (
 )
 from passhost.relay.interpreter import Interpreter, evaluate
 from passhost.relay.op import get_op, nn, qnn
+from passhost.relay.op import reduce as _reduce
+from passhost.relay.op import tensor as _tensor
+from passhost.relay.op import transform as _transform
 from passhost.relay.op.reduce import *  # noqa: F403
 from passhost.relay.op.tensor import *  # noqa: F403
 from passhost.relay.op.transform import *  # noqa: F403
@@ -32,4 +35,5 @@ __all__ = [
     "GlobalVar", "IRModule", "Interpreter", "TensorType", "Tuple", "TupleGetItem",
     "TupleType", "Var", "analysis", "const", "evaluate", "get_op", "infer_type", "nn",
     "post_order", "post_order_visit", "qnn", "var",
+    *_reduce.__all__, *_tensor.__all__, *_transform.__all__,
 ]

@@ -7,11 +7,8 @@ expected (see docs/ir-text-format.md).
 
 from __future__ import annotations
 
-import bisect
 import re
-from typing import NoReturn
-
-from attrs import frozen
+from typing import NamedTuple, NoReturn
 
 from passhost.errors import ParseError
 from passhost.ir.node import Span
@@ -48,9 +45,8 @@ _KINDS = {"global": GLOBAL, "local": LOCAL, "float": FLOAT, "int": INT, "ident":
           "string": STRING, "punct": PUNCT, "directive": DIRECTIVE}
 
 
-@frozen
-class Token:
-    """One token: its kind, its text and where it starts."""
+class Token(NamedTuple):
+    """One token: its kind, its text and where it starts (a light tuple: tokens are many)."""
 
     kind: str
     text: str
@@ -69,31 +65,31 @@ def tokenize(text: str, source_name: str = "<text>", line_offset: int = 0) -> li
 
     ``line_offset`` is added to line numbers, for text that starts inside a larger file.
     """
-    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-
-    def position(offset: int) -> tuple[int, int]:
-        line = bisect.bisect_right(line_starts, offset) - 1
-        return line + 1 + line_offset, offset - line_starts[line] + 1
-
     tokens: list[Token] = []
+    append = tokens.append
     pos, end = 0, len(text)
+    line, line_start = 1 + line_offset, 0
     match = _TOKEN_RE.match
+    kinds = _KINDS
     while pos < end:
         m = match(text, pos)
         if m is None:
-            line, col = position(pos)
+            col = pos - line_start + 1
             if text.startswith("/*", pos):
                 raise ParseError("unterminated comment", line, col, source_name)
             if text[pos] == '"':
                 raise ParseError("unterminated string", line, col, source_name)
             raise ParseError(f"unexpected character {text[pos]!r}", line, col, source_name)
         kind = m.lastgroup
-        if kind not in ("ws", "line_comment", "block_comment"):
-            line, col = position(pos)
-            tokens.append(Token(_KINDS[kind], m.group(), line, col))  # type: ignore[index]
+        value = m.group()
+        if kind in kinds:
+            append(Token(kinds[kind], value, line, pos - line_start + 1))
+        newlines = value.count("\n") if kind in ("ws", "block_comment") else 0
+        if newlines:
+            line += newlines
+            line_start = pos + value.rindex("\n") + 1
         pos = m.end()
-    line, col = position(end)
-    tokens.append(Token(EOF, "", line, col))
+    append(Token(EOF, "", line, end - line_start + 1))
     return tokens
 
 

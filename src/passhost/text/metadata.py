@@ -43,8 +43,8 @@ class MetadataWriter:
             data = np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"), copy=False)
             entries.append({"dtype": arr.dtype.name, "shape": list(arr.shape),
                             "data": base64.b64encode(data.tobytes()).decode("ascii")})
-        body = json.dumps({"constants": entries}, indent=1)
-        return f"{METADATA_DIRECTIVE}\n{body}\n"
+        lines = ",\n".join("  " + json.dumps(e) for e in entries)
+        return f'{METADATA_DIRECTIVE}\n{{"constants": [\n{lines}\n]}}\n'
 
 
 class MetadataReader:

@@ -1,19 +1,829 @@
-"""Neural-network operators (``nn.*``): convolution, dense, normalisation, pooling, ..."""
+"""Neural-network operators (``nn.*``): convolution, dense, normalisation, pooling, ...
+
+Layouts: 2-D convolutions and pools accept ``NCHW`` and ``NHWC`` data; convolution weights
+``OIHW``, ``HWIO``, ``OHWI`` or ``HWOI``. A grouped convolution splits the ``C`` input
+channels into ``groups`` groups; its weight's ``I`` dimension is ``C // groups`` (depthwise:
+``groups == C`` and ``I == 1``) and output channel ``o`` belongs to group
+``o // (O // groups)``.
+
+Padding of 2-D windows takes 1, 2 or 4 values and is stored as four:
+``(top, left, bottom, right)``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
+from attrs import field
+from numpy.lib.stride_tricks import as_strided
 
-from passhost.relay.op.common import identity_rel
-from passhost.relay.op.registry import OpPattern, define_op
+from passhost.errors import AttrError
+from passhost.ir.attrs import (
+    Attrs,
+    attrs_class,
+    bool_field,
+    dtype_field,
+    float_field,
+    int_field,
+    ints_field,
+    nested_ints_field,
+    str_field,
+)
+from passhost.ir.types import FLOAT_DTYPES, INT_DTYPES, TensorType, TupleType, Type
+from passhost.relay.op.common import identity_rel, normalize_axis
+from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
 
-__all__ = ["relu"]
+__all__ = [
+    "relu",
+    "conv2d", "dense", "batch_matmul", "bias_add", "batch_norm", "layer_norm", "softmax",
+    "log_softmax", "leaky_relu", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "pad",
+    "batch_flatten", "dropout",
+    "Conv2DAttrs", "DenseAttrs", "BatchMatmulAttrs", "BiasAddAttrs", "BatchNormAttrs",
+    "LayerNormAttrs", "SoftmaxAttrs", "LeakyReluAttrs", "MaxPool2DAttrs", "AvgPool2DAttrs",
+    "GlobalPool2DAttrs", "PadAttrs", "DropoutAttrs",
+    "conv2d_out_type", "conv2d_compute", "dense_out_type", "dense_compute",
+    "matmul_in_dtype",
+]
+
+DATA_LAYOUTS = ("NCHW", "NHWC")
+KERNEL_LAYOUTS = ("OIHW", "HWIO", "OHWI", "HWOI")
+NUMERIC_DTYPES = FLOAT_DTYPES + INT_DTYPES
 
 
+# -- attribute fields -----------------------------------------------------------------------
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _attr_error(name: str, expected: str, value: Any) -> AttrError:
+    return AttrError(f"attribute '{name}': expected {expected}, found {value!r}")
+
+
+def _pair_field(default: tuple[int, int] | None, *, minimum: int, optional: bool = False):
+    """A pair of ints (a bare int or 1-tuple is repeated), each at least ``minimum``."""
+    f = ints_field(default, lengths={2}, expand=2, optional=optional)
+
+    @f.validator
+    def _check(_inst: Any, attribute: Any, value: Any) -> None:
+        if value is not None and min(value) < minimum:
+            raise _attr_error(attribute.name, f"a tuple of 2 ints >= {minimum}", value)
+
+    return f
+
+
+def _padding_field():
+    """2-D window padding: 1, 2 or 4 non-negative ints, stored as (top, left, bottom, right)."""
+
+    def convert(v: Any) -> Any:
+        if _is_int(v):
+            v = (v,)
+        if isinstance(v, (list, tuple, np.ndarray)):
+            v = tuple(int(x) if _is_int(x) else x for x in v)
+            if len(v) == 1:
+                v = v * 4
+            elif len(v) == 2:
+                v = v + v
+        return v
+
+    def check(_inst: Any, attribute: Any, v: Any) -> None:
+        if not (isinstance(v, tuple) and len(v) == 4 and all(_is_int(x) and x >= 0 for x in v)):
+            raise _attr_error(attribute.name, "1, 2 or 4 non-negative ints "
+                              "((p), (top/bottom, left/right) or (top, left, bottom, right))", v)
+
+    return field(default=(0, 0, 0, 0), converter=convert, validator=check)
+
+
+def _out_layout_field():
+    return str_field("", choices=("", *DATA_LAYOUTS))
+
+
+# -- layout helpers -------------------------------------------------------------------------
+def _nchw_dims(shape: tuple[int, ...], layout: str) -> tuple[int, int, int, int]:
+    if layout == "NHWC":
+        return shape[0], shape[3], shape[1], shape[2]
+    return shape[0], shape[1], shape[2], shape[3]
+
+
+def _shape_in_layout(n: int, c: int, h: int, w: int, layout: str) -> tuple[int, ...]:
+    return (n, h, w, c) if layout == "NHWC" else (n, c, h, w)
+
+
+def _to_nchw(x: np.ndarray, layout: str) -> np.ndarray:
+    return x.transpose(0, 3, 1, 2) if layout == "NHWC" else x
+
+
+def _from_nchw(x: np.ndarray, layout: str) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1) if layout == "NHWC" else x)
+
+
+# Position of O, I, H, W in each kernel layout.
+_KERNEL_AXES = {layout: tuple(layout.index(d) for d in "OIHW") for layout in KERNEL_LAYOUTS}
+
+
+def _window_out(size: int, k: int, stride: int, dil: int, lo: int, hi: int,
+                ceil_mode: bool = False) -> int:
+    """Output length of a sliding window (0 or less when the window does not fit)."""
+    span = size + lo + hi - (dil * (k - 1) + 1)
+    if span < 0:
+        return 0
+    if not ceil_mode:
+        return span // stride + 1
+    out = -(-span // stride) + 1
+    if (out - 1) * stride >= size + lo:  # the last window would start in the right padding
+        out -= 1
+    return out
+
+
+# -- accumulation dtypes ----------------------------------------------------------------------
+def matmul_in_dtype(out_dtype: str, a: np.ndarray, b: np.ndarray, depth: int,
+                    fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+    """Run the sum-of-products ``fn(a, b)`` (``depth`` terms per output) in an exact or
+    accurate dtype and return the result as ``out_dtype`` (integers wrap like the target)."""
+    out = np.dtype(out_dtype)
+    if out.kind == "f":
+        wide = out == np.float64 or np.float64 in (a.dtype, b.dtype)
+        acc = np.dtype(np.float64 if wide else np.float32)
+        res = fn(a.astype(acc, copy=False), b.astype(acc, copy=False))
+        return res.astype(out, copy=False)
+    if a.dtype.kind == "f":
+        a = a.astype(np.int64)
+    if b.dtype.kind == "f":
+        b = b.astype(np.int64)
+    bound = depth * _max_abs(a) * _max_abs(b)
+    if bound < 2**53:  # float64 sums of these products are exact (and use BLAS)
+        res = fn(a.astype(np.float64), b.astype(np.float64))
+        return res.astype(np.int64).astype(out, copy=False)
+    res = fn(a.astype(np.int64, copy=False), b.astype(np.int64, copy=False))
+    return res.astype(out, copy=False)
+
+
+def _max_abs(x: np.ndarray) -> int:
+    if x.size == 0:
+        return 0
+    return max(abs(int(x.min())), abs(int(x.max())))
+
+
+def _acc_float(dtype: np.dtype) -> np.dtype:
+    """Dtype to compute float reductions in: float16 is widened to float32."""
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
+def _check_out_dtype(args: ArgTypes, out_dtype: str, a: int, b: int) -> str:
+    """Result dtype of a sum-of-products op: ``out_dtype``, or the common input dtype."""
+    ta, tb = args.tensor(a), args.tensor(b)
+    for i, t in ((a, ta), (b, tb)):
+        if t.dtype == "bool":
+            args.fail(i, "a numeric tensor", t)
+    if out_dtype == "bool":
+        args.fail_attr("out_dtype", "a numeric dtype", out_dtype)
+    if out_dtype:
+        return out_dtype
+    return args.same_dtype(a, b)
+
+
+# -- nn.relu ---------------------------------------------------------------------------------
 def _relu(_attrs: object, x: np.ndarray) -> np.ndarray:
-    return np.maximum(x, np.zeros((), dtype=x.dtype))
+    return np.asarray(np.maximum(x, np.zeros((), dtype=x.dtype)))
 
 
 relu = define_op(
     "nn.relu", inputs=("data",), type_rel=identity_rel, compute=_relu,
     pattern=OpPattern.ELEMWISE, description="max(x, 0), elementwise.")
+
+
+# -- nn.conv2d -------------------------------------------------------------------------------
+@attrs_class
+class Conv2DAttrs(Attrs):
+    """Attributes of 2-D convolution (``nn.conv2d`` and ``qnn.conv2d``)."""
+
+    strides: tuple[int, int] = _pair_field((1, 1), minimum=1)
+    padding: tuple[int, int, int, int] = _padding_field()
+    dilation: tuple[int, int] = _pair_field((1, 1), minimum=1)
+    groups: int = int_field(1, minimum=1)
+    channels: int | None = int_field(None, minimum=0, optional=True)
+    kernel_size: tuple[int, int] | None = _pair_field(None, minimum=1, optional=True)
+    data_layout: str = str_field("NCHW", choices=DATA_LAYOUTS)
+    kernel_layout: str = str_field("OIHW", choices=KERNEL_LAYOUTS)
+    out_layout: str = _out_layout_field()
+    out_dtype: str = dtype_field("")
+
+
+def conv2d_out_type(args: ArgTypes, attrs: Conv2DAttrs, data_index: int = 0,
+                    weight_index: int = 1) -> tuple[int, ...]:
+    """The output shape of a 2-D convolution, after checking data, weight and attributes."""
+    data = args.tensor(data_index, ndim=4)
+    weight = args.tensor(weight_index, ndim=4)
+    n, c, h, w = _nchw_dims(data.shape, attrs.data_layout)
+    o_ax, i_ax, h_ax, w_ax = _KERNEL_AXES[attrs.kernel_layout]
+    o, i = weight.shape[o_ax], weight.shape[i_ax]
+    kh, kw = weight.shape[h_ax], weight.shape[w_ax]
+    g = attrs.groups
+    if c % g:
+        args.fail(data_index, f"{attrs.data_layout} data whose {c} channels divide into "
+                  f"groups={g}", data)
+    if i * g != c:
+        args.fail(weight_index, f"a {attrs.kernel_layout} weight with I={c // g} input channels "
+                  f"(data has {c} channels, groups={g})", weight)
+    if o % g:
+        args.fail(weight_index, f"a {attrs.kernel_layout} weight whose O={o} output channels "
+                  f"divide into groups={g}", weight)
+    if kh < 1 or kw < 1:
+        args.fail(weight_index, f"a {attrs.kernel_layout} weight with a non-empty kernel", weight)
+    if attrs.channels is not None and attrs.channels != o:
+        args.fail_attr("channels", f"{o} (the weight's output channels)", attrs.channels)
+    if attrs.kernel_size is not None and attrs.kernel_size != (kh, kw):
+        args.fail_attr("kernel_size", f"{(kh, kw)} (the weight's kernel size)",
+                       attrs.kernel_size)
+    pt, pl, pb, pr = attrs.padding
+    (sh, sw), (dh, dw) = attrs.strides, attrs.dilation
+    oh = _window_out(h, kh, sh, dh, pt, pb)
+    ow = _window_out(w, kw, sw, dw, pl, pr)
+    if oh < 1 or ow < 1:
+        args.fail(data_index, f"padded spatial size at least the dilated kernel "
+                  f"({dh * (kh - 1) + 1}x{dw * (kw - 1) + 1})", data)
+    return _shape_in_layout(n, o, oh, ow, attrs.out_layout or attrs.data_layout)
+
+
+def _conv2d_rel(args: ArgTypes, attrs: Conv2DAttrs) -> Type:
+    dtype = _check_out_dtype(args, attrs.out_dtype, 0, 1)
+    return TensorType(conv2d_out_type(args, attrs), dtype)
+
+
+def conv2d_compute(attrs: Conv2DAttrs, data: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """2-D convolution computed in the dtype of ``data`` (im2col + batched matmul); the
+    result is in ``attrs.out_layout`` (or the data layout)."""
+    dtype = data.dtype
+    x = data.transpose(0, 2, 3, 1) if attrs.data_layout == "NCHW" else data  # NHWC view
+    wt = weight.astype(dtype, copy=False).transpose(
+        tuple(attrs.kernel_layout.index(d) for d in "HWIO"))  # HWIO view
+    n, h, w, c = x.shape
+    kh, kw, ci, co = wt.shape
+    g = attrs.groups
+    og = co // g
+    pt, pl, pb, pr = attrs.padding
+    (sh, sw), (dh, dw) = attrs.strides, attrs.dilation
+    oh = _window_out(h, kh, sh, dh, pt, pb)
+    ow = _window_out(w, kw, sw, dw, pl, pr)
+    xp = np.zeros((n, h + pt + pb, w + pl + pr, c), dtype=dtype)
+    xp[:, pt:pt + h, pl:pl + w, :] = x
+    s0, s1, s2, s3 = xp.strides
+    # (group, n, oh, ow, kh, kw, ci) windows of the padded data, gathered into rows.
+    cols = as_strided(xp, shape=(g, n, oh, ow, kh, kw, ci),
+                      strides=(ci * s3, s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3),
+                      writeable=False)
+    cols = cols.reshape(g, n * oh * ow, kh * kw * ci)
+    wg = wt.reshape(kh, kw, ci, g, og).transpose(3, 0, 1, 2, 4).reshape(g, kh * kw * ci, og)
+    if g == 1:
+        out = cols[0] @ wg[0]
+    else:
+        out = np.matmul(cols, wg).transpose(1, 0, 2)
+    out = out.reshape(n, oh, ow, co)
+    if (attrs.out_layout or attrs.data_layout) == "NCHW":
+        out = out.transpose(0, 3, 1, 2)
+    return np.ascontiguousarray(out)
+
+
+def _conv2d(attrs: Conv2DAttrs, data: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    out_dtype = attrs.out_dtype or data.dtype.name
+    h_ax, w_ax = attrs.kernel_layout.index("H"), attrs.kernel_layout.index("W")
+    i_ax = attrs.kernel_layout.index("I")
+    depth = weight.shape[h_ax] * weight.shape[w_ax] * weight.shape[i_ax]
+    return matmul_in_dtype(out_dtype, data, weight, depth,
+                           lambda d, w: conv2d_compute(attrs, d, w))
+
+
+conv2d = define_op(
+    "nn.conv2d", inputs=("data", "weight"), attrs=Conv2DAttrs, type_rel=_conv2d_rel,
+    compute=_conv2d, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    layout=LayoutInfo(layout_attrs=("data_layout", "kernel_layout", "out_layout")),
+    description="2-D convolution (grouped, dilated, strided, padded), NCHW or NHWC.")
+
+
+# -- nn.dense --------------------------------------------------------------------------------
+@attrs_class
+class DenseAttrs(Attrs):
+    """Attributes of ``nn.dense`` (and ``qnn.dense``)."""
+
+    units: int | None = int_field(None, minimum=0, optional=True)
+    out_dtype: str = dtype_field("")
+
+
+def dense_out_type(args: ArgTypes, attrs: DenseAttrs, data_index: int = 0,
+                   weight_index: int = 1) -> tuple[int, ...]:
+    """The output shape of a dense layer (data ``(..., in)``, weight ``(units, in)``)."""
+    data = args.tensor(data_index)
+    if data.ndim < 1:
+        args.fail(data_index, "a tensor of rank at least 1", data)
+    weight = args.tensor(weight_index, ndim=2)
+    units, k = weight.shape
+    if k != data.shape[-1]:
+        args.fail(weight_index, f"a (units, {data.shape[-1]}) weight (data's last dim is "
+                  f"{data.shape[-1]})", weight)
+    if attrs.units is not None and attrs.units != units:
+        args.fail_attr("units", f"{units} (the weight's first dim)", attrs.units)
+    return (*data.shape[:-1], units)
+
+
+def _dense_rel(args: ArgTypes, attrs: DenseAttrs) -> Type:
+    dtype = _check_out_dtype(args, attrs.out_dtype, 0, 1)
+    return TensorType(dense_out_type(args, attrs), dtype)
+
+
+def dense_compute(_attrs: DenseAttrs | None, data: np.ndarray,
+                  weight: np.ndarray) -> np.ndarray:
+    """``data @ weight.T`` computed in the dtype of ``data``."""
+    return np.matmul(data, weight.astype(data.dtype, copy=False).T)
+
+
+def _dense(attrs: DenseAttrs, data: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    out_dtype = attrs.out_dtype or data.dtype.name
+    return matmul_in_dtype(out_dtype, data, weight, weight.shape[1],
+                           lambda d, w: dense_compute(attrs, d, w))
+
+
+dense = define_op(
+    "nn.dense", inputs=("data", "weight"), attrs=DenseAttrs, type_rel=_dense_rel,
+    compute=_dense, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    description="Fully connected layer: data @ weight.T, weight of shape (units, in).")
+
+
+# -- nn.batch_matmul -------------------------------------------------------------------------
+@attrs_class
+class BatchMatmulAttrs(Attrs):
+    """Attributes of ``nn.batch_matmul``."""
+
+    out_dtype: str = dtype_field("")
+    transpose_a: bool = bool_field(False)
+    transpose_b: bool = bool_field(True)
+
+
+def _batch_matmul_rel(args: ArgTypes, attrs: BatchMatmulAttrs) -> Type:
+    dtype = _check_out_dtype(args, attrs.out_dtype, 0, 1)
+    x = args.tensor(0, ndim=3)
+    y = args.tensor(1, ndim=3)
+    b1, m, k1 = (x.shape[0], x.shape[2], x.shape[1]) if attrs.transpose_a else x.shape
+    b2, k2, n = (y.shape[0], y.shape[2], y.shape[1]) if attrs.transpose_b else y.shape
+    if k1 != k2:
+        want = f"(batch, N, {k1})" if attrs.transpose_b else f"(batch, {k1}, N)"
+        args.fail(1, f"a {want} tensor (x's reduction dim is {k1})", y)
+    if b1 != b2 and 1 not in (b1, b2):
+        args.fail(1, f"batch size {b1} or 1 (as x)", y)
+    return TensorType((b2 if b1 == 1 else b1, m, n), dtype)
+
+
+def _batch_matmul(attrs: BatchMatmulAttrs, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    a = x.transpose(0, 2, 1) if attrs.transpose_a else x
+    b = y.transpose(0, 2, 1) if attrs.transpose_b else y
+    out_dtype = attrs.out_dtype or x.dtype.name
+    return matmul_in_dtype(out_dtype, a, b, a.shape[2], np.matmul)
+
+
+batch_matmul = define_op(
+    "nn.batch_matmul", inputs=("x", "y"), attrs=BatchMatmulAttrs, type_rel=_batch_matmul_rel,
+    compute=_batch_matmul, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    description="Batched matrix product of 3-D tensors (y transposed by default); "
+                "batch dims of 1 broadcast.")
+
+
+# -- nn.bias_add -----------------------------------------------------------------------------
+@attrs_class
+class BiasAddAttrs(Attrs):
+    """Attributes of ``nn.bias_add``."""
+
+    axis: int = int_field(1)
+
+
+def _channel_vector(args: ArgTypes, i: int, length: int, dtype: str, axis: int) -> None:
+    ty = args.tensor(i)
+    if ty.shape != (length,) or ty.dtype != dtype:
+        args.fail(i, f"a 1-D {dtype} tensor of length {length} (data's axis {axis})", ty)
+
+
+def _bias_add_rel(args: ArgTypes, attrs: BiasAddAttrs) -> Type:
+    data = args.tensor(0)
+    axis = normalize_axis(args, "axis", attrs.axis, data.ndim)
+    _channel_vector(args, 1, data.shape[axis], data.dtype, axis)
+    return data
+
+
+def _along(vec: np.ndarray, axis: int, ndim: int) -> np.ndarray:
+    """``vec`` reshaped to broadcast along ``axis`` of an ``ndim``-D tensor."""
+    shape = [1] * ndim
+    shape[axis] = vec.shape[0]
+    return vec.reshape(shape)
+
+
+def _bias_add(attrs: BiasAddAttrs, data: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    axis = attrs.axis % data.ndim
+    return np.add(data, _along(bias, axis, data.ndim), dtype=data.dtype)
+
+
+bias_add = define_op(
+    "nn.bias_add", inputs=("data", "bias"), attrs=BiasAddAttrs, type_rel=_bias_add_rel,
+    compute=_bias_add, pattern=OpPattern.BROADCAST, layout=LayoutInfo(axis_attrs=("axis",)),
+    description="Add a 1-D bias along axis `axis` of data.")
+
+
+# -- nn.batch_norm ---------------------------------------------------------------------------
+@attrs_class
+class BatchNormAttrs(Attrs):
+    """Attributes of ``nn.batch_norm``."""
+
+    axis: int = int_field(1)
+    epsilon: float = float_field(1e-5)
+    center: bool = bool_field(True)
+    scale: bool = bool_field(True)
+
+
+def _batch_norm_rel(args: ArgTypes, attrs: BatchNormAttrs) -> Type:
+    data = args.tensor(0, dtypes=FLOAT_DTYPES)
+    axis = normalize_axis(args, "axis", attrs.axis, data.ndim)
+    for i in range(1, 5):
+        _channel_vector(args, i, data.shape[axis], data.dtype, axis)
+    return TupleType([data, args.tensor(3), args.tensor(4)])
+
+
+def _batch_norm(attrs: BatchNormAttrs, data: np.ndarray, gamma: np.ndarray, beta: np.ndarray,
+                mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, ...]:
+    acc = _acc_float(data.dtype)
+    axis, nd = attrs.axis % data.ndim, data.ndim
+    inv = 1.0 / np.sqrt(var.astype(acc) + attrs.epsilon)
+    if attrs.scale:
+        inv = inv * gamma.astype(acc)
+    shift = -mean.astype(acc) * inv
+    if attrs.center:
+        shift = shift + beta.astype(acc)
+    out = data.astype(acc) * _along(inv, axis, nd) + _along(shift, axis, nd)
+    return out.astype(data.dtype, copy=False), mean, var
+
+
+batch_norm = define_op(
+    "nn.batch_norm", inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
+    attrs=BatchNormAttrs, type_rel=_batch_norm_rel, compute=_batch_norm,
+    pattern=OpPattern.OPAQUE, layout=LayoutInfo(axis_attrs=("axis",)),
+    description="Inference batch normalisation along `axis`; returns (out, mean, var).")
+
+
+# -- nn.layer_norm ---------------------------------------------------------------------------
+@attrs_class
+class LayerNormAttrs(Attrs):
+    """Attributes of ``nn.layer_norm``."""
+
+    axis: int = int_field(-1)
+    epsilon: float = float_field(1e-5)
+    center: bool = bool_field(True)
+    scale: bool = bool_field(True)
+
+
+def _layer_norm_rel(args: ArgTypes, attrs: LayerNormAttrs) -> Type:
+    data = args.tensor(0, dtypes=FLOAT_DTYPES)
+    axis = normalize_axis(args, "axis", attrs.axis, data.ndim)
+    for i in (1, 2):
+        _channel_vector(args, i, data.shape[axis], data.dtype, axis)
+    return data
+
+
+def _layer_norm(attrs: LayerNormAttrs, data: np.ndarray, gamma: np.ndarray,
+                beta: np.ndarray) -> np.ndarray:
+    acc = _acc_float(data.dtype)
+    axis, nd = attrs.axis % data.ndim, data.ndim
+    x = data.astype(acc)
+    centred = x - x.mean(axis=axis, keepdims=True)
+    var = np.mean(centred * centred, axis=axis, keepdims=True)
+    out = centred / np.sqrt(var + attrs.epsilon)
+    if attrs.scale:
+        out = out * _along(gamma.astype(acc), axis, nd)
+    if attrs.center:
+        out = out + _along(beta.astype(acc), axis, nd)
+    return out.astype(data.dtype, copy=False)
+
+
+layer_norm = define_op(
+    "nn.layer_norm", inputs=("data", "gamma", "beta"), attrs=LayerNormAttrs,
+    type_rel=_layer_norm_rel, compute=_layer_norm, pattern=OpPattern.OPAQUE,
+    layout=LayoutInfo(axis_attrs=("axis",)),
+    description="Layer normalisation over `axis`, then scale by gamma and shift by beta.")
+
+
+# -- nn.softmax / nn.log_softmax -------------------------------------------------------------
+@attrs_class
+class SoftmaxAttrs(Attrs):
+    """Attributes of ``nn.softmax`` and ``nn.log_softmax``."""
+
+    axis: int = int_field(-1)
+
+
+def _softmax_rel(args: ArgTypes, attrs: SoftmaxAttrs) -> Type:
+    data = args.tensor(0, dtypes=FLOAT_DTYPES)
+    normalize_axis(args, "axis", attrs.axis, data.ndim)
+    return data
+
+
+def _shifted(attrs: SoftmaxAttrs, data: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    axis = attrs.axis % data.ndim
+    x = data.astype(_acc_float(data.dtype))
+    z = x - x.max(axis=axis, keepdims=True)
+    return z, np.exp(z), axis
+
+
+def _softmax(attrs: SoftmaxAttrs, data: np.ndarray) -> np.ndarray:
+    _, e, axis = _shifted(attrs, data)
+    return (e / e.sum(axis=axis, keepdims=True)).astype(data.dtype, copy=False)
+
+
+def _log_softmax(attrs: SoftmaxAttrs, data: np.ndarray) -> np.ndarray:
+    z, e, axis = _shifted(attrs, data)
+    return (z - np.log(e.sum(axis=axis, keepdims=True))).astype(data.dtype, copy=False)
+
+
+softmax = define_op(
+    "nn.softmax", inputs=("data",), attrs=SoftmaxAttrs, type_rel=_softmax_rel,
+    compute=_softmax, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    layout=LayoutInfo(axis_attrs=("axis",)), description="Softmax along `axis`.")
+
+log_softmax = define_op(
+    "nn.log_softmax", inputs=("data",), attrs=SoftmaxAttrs, type_rel=_softmax_rel,
+    compute=_log_softmax, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    layout=LayoutInfo(axis_attrs=("axis",)), description="Log of softmax along `axis`.")
+
+
+# -- nn.leaky_relu ---------------------------------------------------------------------------
+@attrs_class
+class LeakyReluAttrs(Attrs):
+    """Attributes of ``nn.leaky_relu``."""
+
+    alpha: float = float_field(0.01)
+
+
+def _float_rel(args: ArgTypes, _attrs: object) -> Type:
+    return args.tensor(0, dtypes=FLOAT_DTYPES)
+
+
+def _leaky_relu(attrs: LeakyReluAttrs, x: np.ndarray) -> np.ndarray:
+    alpha = np.asarray(attrs.alpha, dtype=x.dtype)
+    return np.where(x > 0, x, x * alpha).astype(x.dtype, copy=False)
+
+
+leaky_relu = define_op(
+    "nn.leaky_relu", inputs=("data",), attrs=LeakyReluAttrs, type_rel=_float_rel,
+    compute=_leaky_relu, pattern=OpPattern.ELEMWISE,
+    description="x if x > 0 else alpha * x, elementwise.")
+
+
+# -- 2-D pooling -----------------------------------------------------------------------------
+@attrs_class
+class MaxPool2DAttrs(Attrs):
+    """Attributes of ``nn.max_pool2d``."""
+
+    pool_size: tuple[int, int] = _pair_field((1, 1), minimum=1)
+    strides: tuple[int, int] = _pair_field((1, 1), minimum=1)
+    dilation: tuple[int, int] = _pair_field((1, 1), minimum=1)
+    padding: tuple[int, int, int, int] = _padding_field()
+    layout: str = str_field("NCHW", choices=DATA_LAYOUTS)
+    out_layout: str = _out_layout_field()
+    ceil_mode: bool = bool_field(False)
+
+
+@attrs_class
+class AvgPool2DAttrs(Attrs):
+    """Attributes of ``nn.avg_pool2d``."""
+
+    pool_size: tuple[int, int] = _pair_field((1, 1), minimum=1)
+    strides: tuple[int, int] = _pair_field((1, 1), minimum=1)
+    dilation: tuple[int, int] = _pair_field((1, 1), minimum=1)
+    padding: tuple[int, int, int, int] = _padding_field()
+    layout: str = str_field("NCHW", choices=DATA_LAYOUTS)
+    out_layout: str = _out_layout_field()
+    ceil_mode: bool = bool_field(False)
+    count_include_pad: bool = bool_field(False)
+
+
+_Pool = MaxPool2DAttrs | AvgPool2DAttrs
+
+
+def _pool_dims(attrs: _Pool, h: int, w: int) -> tuple[int, int]:
+    (kh, kw), (sh, sw), (dh, dw) = attrs.pool_size, attrs.strides, attrs.dilation
+    pt, pl, pb, pr = attrs.padding
+    return (_window_out(h, kh, sh, dh, pt, pb, attrs.ceil_mode),
+            _window_out(w, kw, sw, dw, pl, pr, attrs.ceil_mode))
+
+
+def _pool_rel(args: ArgTypes, attrs: _Pool) -> Type:
+    data = args.tensor(0, ndim=4, dtypes=NUMERIC_DTYPES)
+    n, c, h, w = _nchw_dims(data.shape, attrs.layout)
+    oh, ow = _pool_dims(attrs, h, w)
+    if oh < 1 or ow < 1:
+        (kh, kw), (dh, dw) = attrs.pool_size, attrs.dilation
+        args.fail(0, f"padded spatial size at least the dilated pool window "
+                  f"({dh * (kh - 1) + 1}x{dw * (kw - 1) + 1})", data)
+    shape = _shape_in_layout(n, c, oh, ow, attrs.out_layout or attrs.layout)
+    return TensorType(shape, data.dtype)
+
+
+def _pool_windows(attrs: _Pool, x: np.ndarray, fill: Any, dtype: Any,
+                  ) -> tuple[np.ndarray, int, int]:
+    """Windows ``(N, C, OH, OW, KH, KW)`` over NCHW ``x`` padded with ``fill``."""
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (dh, dw) = attrs.pool_size, attrs.strides, attrs.dilation
+    pt, pl, pb, pr = attrs.padding
+    oh, ow = _pool_dims(attrs, h, w)
+    hp = max(h + pt + pb, (oh - 1) * sh + dh * (kh - 1) + 1)
+    wp = max(w + pl + pr, (ow - 1) * sw + dw * (kw - 1) + 1)
+    xp = np.full((n, c, hp, wp), fill, dtype=dtype)
+    xp[:, :, pt:pt + h, pl:pl + w] = x
+    s = xp.strides
+    win = as_strided(xp, shape=(n, c, oh, ow, kh, kw),
+                     strides=(s[0], s[1], s[2] * sh, s[3] * sw, s[2] * dh, s[3] * dw),
+                     writeable=False)
+    return win, oh, ow
+
+
+def _max_pool2d(attrs: MaxPool2DAttrs, data: np.ndarray) -> np.ndarray:
+    x = _to_nchw(data, attrs.layout)
+    lowest = -np.inf if data.dtype.kind == "f" else np.iinfo(data.dtype).min
+    win, _, _ = _pool_windows(attrs, x, lowest, data.dtype)
+    return _from_nchw(win.max(axis=(4, 5)), attrs.out_layout or attrs.layout)
+
+
+def _tap_counts(out: int, k: int, stride: int, dil: int, lo: int, hi: int) -> np.ndarray:
+    """For each output position, how many window taps fall in padded positions [lo, hi)."""
+    taps = np.arange(out)[:, None] * stride + np.arange(k)[None, :] * dil
+    return ((taps >= lo) & (taps < hi)).sum(axis=1)
+
+
+def _mean_of_sums(sums: np.ndarray, counts: np.ndarray | int, dtype: np.dtype) -> np.ndarray:
+    """Sums divided by counts: plain for floats, rounded half away from zero for ints."""
+    counts = np.maximum(counts, 1)
+    if dtype.kind == "f":
+        return (sums / counts).astype(dtype, copy=False)
+    q = (np.abs(sums) + counts // 2) // counts
+    return np.where(sums < 0, -q, q).astype(dtype)
+
+
+def _sum_dtype(dtype: np.dtype) -> np.dtype:
+    return _acc_float(dtype) if dtype.kind == "f" else np.dtype(np.int64)
+
+
+def _avg_pool2d(attrs: AvgPool2DAttrs, data: np.ndarray) -> np.ndarray:
+    x = _to_nchw(data, attrs.layout)
+    h, w = x.shape[2:]
+    win, oh, ow = _pool_windows(attrs, x, 0, _sum_dtype(data.dtype))
+    sums = win.sum(axis=(4, 5))
+    (kh, kw), (sh, sw), (dh, dw) = attrs.pool_size, attrs.strides, attrs.dilation
+    pt, pl, pb, pr = attrs.padding
+    if attrs.count_include_pad:
+        ch = _tap_counts(oh, kh, sh, dh, 0, h + pt + pb)
+        cw = _tap_counts(ow, kw, sw, dw, 0, w + pl + pr)
+    else:
+        ch = _tap_counts(oh, kh, sh, dh, pt, pt + h)
+        cw = _tap_counts(ow, kw, sw, dw, pl, pl + w)
+    out = _mean_of_sums(sums, ch[:, None] * cw[None, :], data.dtype)
+    return _from_nchw(out, attrs.out_layout or attrs.layout)
+
+
+max_pool2d = define_op(
+    "nn.max_pool2d", inputs=("data",), attrs=MaxPool2DAttrs, type_rel=_pool_rel,
+    compute=_max_pool2d, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    layout=LayoutInfo(layout_attrs=("layout", "out_layout")),
+    description="2-D max pooling; padding never wins. ceil_mode drops a last window that "
+                "would start in the right padding.")
+
+avg_pool2d = define_op(
+    "nn.avg_pool2d", inputs=("data",), attrs=AvgPool2DAttrs, type_rel=_pool_rel,
+    compute=_avg_pool2d, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    layout=LayoutInfo(layout_attrs=("layout", "out_layout")),
+    description="2-D average pooling over valid taps (or the padded window with "
+                "count_include_pad); integers round half away from zero.")
+
+
+# -- nn.global_avg_pool2d --------------------------------------------------------------------
+@attrs_class
+class GlobalPool2DAttrs(Attrs):
+    """Attributes of 2-D global pooling."""
+
+    layout: str = str_field("NCHW", choices=DATA_LAYOUTS)
+    out_layout: str = _out_layout_field()
+
+
+def _global_pool_rel(args: ArgTypes, attrs: GlobalPool2DAttrs) -> Type:
+    data = args.tensor(0, ndim=4, dtypes=NUMERIC_DTYPES)
+    n, c, _, _ = _nchw_dims(data.shape, attrs.layout)
+    return TensorType(_shape_in_layout(n, c, 1, 1, attrs.out_layout or attrs.layout),
+                      data.dtype)
+
+
+def _global_avg_pool2d(attrs: GlobalPool2DAttrs, data: np.ndarray) -> np.ndarray:
+    x = _to_nchw(data, attrs.layout)
+    sums = x.sum(axis=(2, 3), keepdims=True, dtype=_sum_dtype(data.dtype))
+    out = _mean_of_sums(sums, x.shape[2] * x.shape[3], data.dtype)
+    return _from_nchw(out, attrs.out_layout or attrs.layout)
+
+
+global_avg_pool2d = define_op(
+    "nn.global_avg_pool2d", inputs=("data",), attrs=GlobalPool2DAttrs,
+    type_rel=_global_pool_rel, compute=_global_avg_pool2d,
+    pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    layout=LayoutInfo(layout_attrs=("layout", "out_layout")),
+    description="Mean over the spatial dims, which are kept as 1.")
+
+
+# -- nn.pad ----------------------------------------------------------------------------------
+def _pad_width_field():
+    f = nested_ints_field(((0, 0),))
+
+    @f.validator
+    def _check(_inst: Any, attribute: Any, value: Any) -> None:
+        if not all(len(row) == 2 and min(row) >= 0 for row in value):
+            raise _attr_error(attribute.name, "(before, after) pairs of non-negative ints",
+                              value)
+
+    return f
+
+
+@attrs_class
+class PadAttrs(Attrs):
+    """Attributes of ``nn.pad``."""
+
+    pad_width: tuple[tuple[int, int], ...] = _pad_width_field()
+    pad_value: float = float_field(0.0)
+    pad_mode: str = str_field("constant", choices=("constant", "edge", "reflect"))
+
+
+def _pad_rel(args: ArgTypes, attrs: PadAttrs) -> Type:
+    data = args.tensor(0)
+    if len(attrs.pad_width) != data.ndim:
+        args.fail_attr("pad_width", f"{data.ndim} (before, after) pairs (one per axis of "
+                       f"{data})", attrs.pad_width)
+    shape = []
+    for axis, (size, (lo, hi)) in enumerate(zip(data.shape, attrs.pad_width)):
+        if attrs.pad_mode == "reflect" and max(lo, hi) > size - 1:
+            args.fail_attr("pad_width", f"reflect padding below {size} on axis {axis}",
+                           attrs.pad_width)
+        if attrs.pad_mode == "edge" and size == 0 and max(lo, hi) > 0:
+            args.fail_attr("pad_width", f"no edge padding of empty axis {axis}",
+                           attrs.pad_width)
+        shape.append(size + lo + hi)
+    return TensorType(shape, data.dtype)
+
+
+def _pad(attrs: PadAttrs, data: np.ndarray) -> np.ndarray:
+    if attrs.pad_mode == "constant":
+        value = np.asarray(attrs.pad_value).astype(data.dtype)
+        return np.pad(data, attrs.pad_width, mode="constant", constant_values=value)
+    return np.pad(data, attrs.pad_width, mode=attrs.pad_mode)
+
+
+pad = define_op(
+    "nn.pad", inputs=("data",), attrs=PadAttrs, type_rel=_pad_rel, compute=_pad,
+    pattern=OpPattern.INJECTIVE,
+    description="Pad each axis by (before, after): with a constant, the edge value or a "
+                "reflection (edge excluded).")
+
+
+# -- nn.batch_flatten ------------------------------------------------------------------------
+def _batch_flatten_rel(args: ArgTypes, _attrs: object) -> Type:
+    data = args.tensor(0)
+    if data.ndim < 1:
+        args.fail(0, "a tensor of rank at least 1", data)
+    rest = 1
+    for d in data.shape[1:]:
+        rest *= d
+    return TensorType((data.shape[0], rest), data.dtype)
+
+
+def _batch_flatten(_attrs: object, data: np.ndarray) -> np.ndarray:
+    rest = 1
+    for d in data.shape[1:]:
+        rest *= d
+    return data.reshape(data.shape[0], rest)
+
+
+batch_flatten = define_op(
+    "nn.batch_flatten", inputs=("data",), type_rel=_batch_flatten_rel,
+    compute=_batch_flatten, pattern=OpPattern.INJECTIVE,
+    description="Flatten every axis but the first: (N, ...) -> (N, prod(...)).")
+
+
+# -- nn.dropout ------------------------------------------------------------------------------
+@attrs_class
+class DropoutAttrs(Attrs):
+    """Attributes of ``nn.dropout``."""
+
+    rate: float = float_field(0.5)
+
+    @rate.validator
+    def _check_rate(self, attribute: Any, value: float) -> None:
+        if not 0.0 <= value < 1.0:
+            raise _attr_error(attribute.name, "a number in [0, 1)", value)
+
+
+def _dropout(_attrs: DropoutAttrs, data: np.ndarray) -> np.ndarray:
+    return data
+
+
+dropout = define_op(
+    "nn.dropout", inputs=("data",), attrs=DropoutAttrs, type_rel=identity_rel,
+    compute=_dropout, pattern=OpPattern.OPAQUE,
+    description="Dropout; the identity at inference.")

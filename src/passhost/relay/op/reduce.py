@@ -1,5 +1,122 @@
-"""Reduction operators (mean, sum, max) over axes."""
+"""Reduction operators (mean, sum, max, min) over axes.
+
+As in TVM, ``axis`` is None, an int or a tuple of ints; None or an empty tuple reduces every
+axis (whatever ``exclude`` says), and ``exclude=True`` reduces every axis *not* listed.
+``keepdims`` keeps reduced axes with length 1.
+
+Reference kernels: ``sum`` keeps the input dtype (integers wrap around) and accumulates
+float16 in float32; ``mean`` of integers sums in int64 and divides truncating toward zero
+(TVM's integer division), giving the input dtype. ``mean``, ``max`` and ``min`` reject a
+reduction over zero elements.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from collections.abc import Callable
+
+import numpy as np
+
+from passhost.ir.attrs import Attrs, attrs_class, bool_field, ints_field
+from passhost.ir.types import FLOAT_DTYPES, INT_DTYPES, TensorType, Type
+from passhost.relay.op.common import normalize_axis
+from passhost.relay.op.registry import ArgTypes, Op, OpPattern, TypeRelation, define_op
+
+__all__ = ["max", "mean", "min", "sum"]
+
+
+@attrs_class
+class ReduceAttrs(Attrs):
+    """Attributes of the reductions: which axes, whether to keep them, whether to invert."""
+
+    axis: tuple[int, ...] | None = ints_field(None, optional=True, expand=1)
+    keepdims: bool = bool_field(False)
+    exclude: bool = bool_field(False)
+
+
+def reduce_axes(args: ArgTypes, attrs_value: ReduceAttrs, ndim: int) -> tuple[int, ...]:
+    """The sorted, non-negative axes a reduction with these attrs reduces on an ``ndim``-D
+    input (errors name the ``axis`` attribute)."""
+    if not attrs_value.axis:
+        return tuple(range(ndim))
+    axes = [normalize_axis(args, "axis", a, ndim) for a in attrs_value.axis]
+    if len(set(axes)) != len(axes):
+        args.fail_attr("axis", "distinct axes", attrs_value.axis)
+    if attrs_value.exclude:
+        return tuple(i for i in range(ndim) if i not in axes)
+    return tuple(sorted(axes))
+
+
+def _reduce_rel(dtypes: tuple[str, ...], nonempty: bool) -> TypeRelation:
+    def rel(args: ArgTypes, attrs_value: ReduceAttrs) -> Type:
+        data = args.tensor(0, dtypes=dtypes)
+        axes = reduce_axes(args, attrs_value, data.ndim)
+        if nonempty and axes and any(data.shape[a] == 0 for a in axes):
+            args.fail(0, f"a tensor with no zero-length reduced axis (axes {list(axes)})", data)
+        if attrs_value.keepdims:
+            shape = tuple(1 if i in axes else d for i, d in enumerate(data.shape))
+        else:
+            shape = tuple(d for i, d in enumerate(data.shape) if i not in axes)
+        return TensorType(shape, data.dtype)
+
+    return rel
+
+
+def _sum(attrs_value: ReduceAttrs, x: np.ndarray) -> np.ndarray:
+    axes = _kernel_axes(attrs_value, x.ndim)
+    acc = "float32" if x.dtype.name == "float16" else x.dtype
+    with np.errstate(all="ignore"):
+        out = np.sum(x, axis=axes, dtype=acc, keepdims=attrs_value.keepdims)
+    return np.asarray(out).astype(x.dtype)
+
+
+def _mean(attrs_value: ReduceAttrs, x: np.ndarray) -> np.ndarray:
+    axes = _kernel_axes(attrs_value, x.ndim)
+    count = 1
+    for a in axes:
+        count *= x.shape[a]
+    keep = attrs_value.keepdims
+    if x.dtype.kind == "f":
+        acc = "float32" if x.dtype.name == "float16" else x.dtype
+        out = np.sum(x, axis=axes, dtype=acc, keepdims=keep) / np.asarray(count, dtype=acc)
+        return np.asarray(out).astype(x.dtype)
+    total = np.asarray(np.sum(x, axis=axes, dtype=np.int64, keepdims=keep))
+    # Truncating division: the quotient of the magnitudes, with the sign of the total.
+    quotient = np.sign(total) * (np.abs(total) // count)
+    return np.asarray(quotient).astype(x.dtype)
+
+
+def _max(attrs_value: ReduceAttrs, x: np.ndarray) -> np.ndarray:
+    axes = _kernel_axes(attrs_value, x.ndim)
+    return np.asarray(np.max(x, axis=axes, keepdims=attrs_value.keepdims), dtype=x.dtype)
+
+
+def _min(attrs_value: ReduceAttrs, x: np.ndarray) -> np.ndarray:
+    axes = _kernel_axes(attrs_value, x.ndim)
+    return np.asarray(np.min(x, axis=axes, keepdims=attrs_value.keepdims), dtype=x.dtype)
+
+
+def _kernel_axes(attrs_value: ReduceAttrs, ndim: int) -> tuple[int, ...]:
+    if not attrs_value.axis:
+        return tuple(range(ndim))
+    axes = {a % ndim for a in attrs_value.axis}
+    if attrs_value.exclude:
+        return tuple(i for i in range(ndim) if i not in axes)
+    return tuple(sorted(axes))
+
+
+_NUMERIC = FLOAT_DTYPES + INT_DTYPES
+
+
+def _reduce_op(name: str, compute: Callable[[ReduceAttrs, np.ndarray], np.ndarray],
+               dtypes: tuple[str, ...], nonempty: bool, description: str) -> Op:
+    return define_op(name, inputs=("data",), type_rel=_reduce_rel(dtypes, nonempty),
+                     compute=compute, attrs=ReduceAttrs, pattern=OpPattern.COMM_REDUCE,
+                     description=description)
+
+
+sum = _reduce_op("sum", _sum, _NUMERIC, False,
+                 "Sum over axes (the input dtype; integers wrap around).")
+mean = _reduce_op("mean", _mean, _NUMERIC, True,
+                  "Arithmetic mean over axes (integers: truncated toward zero).")
+max = _reduce_op("max", _max, (*_NUMERIC, "bool"), True, "Maximum over axes.")
+min = _reduce_op("min", _min, (*_NUMERIC, "bool"), True, "Minimum over axes.")
