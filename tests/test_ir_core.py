@@ -108,7 +108,7 @@ def test_const_helper_dtypes():
 
 def test_call_checks_its_attrs_and_callee():
     x = relay.var("x", shape=(2,))
-    with pytest.raises(IRTypeError, match="nn.relu takes no attributes"):
+    with pytest.raises(IRTypeError, match=r"nn\.relu takes no attributes"):
         relay.Call(relay.get_op("nn.relu"), [x], _DemoAttrs())
     with pytest.raises(IRTypeError, match="callee must be"):
         relay.Call(x, [x])
@@ -237,7 +237,7 @@ def test_type_error_names_op_argument_expected_and_found():
     x = relay.var("x", shape=(2, 3))
     bad = relay.add(x, relay.var("y", shape=(4,)))
     with pytest.raises(IRTypeError) as info:
-        bad.checked_type
+        _ = bad.checked_type
     err = info.value
     assert (err.op, err.argument) == ("add", "rhs")
     assert "Tensor[(4), float32]" in str(err) and "broadcastable" in str(err)
@@ -246,12 +246,12 @@ def test_type_error_names_op_argument_expected_and_found():
 def test_type_error_for_dtype_mismatch():
     bad = relay.add(relay.var("x", shape=(2,)), relay.var("y", shape=(2,), dtype="int8"))
     with pytest.raises(IRTypeError, match="argument 'rhs' expected dtype float32"):
-        bad.checked_type
+        _ = bad.checked_type
 
 
 def test_untyped_variable_is_reported():
     with pytest.raises(IRTypeError, match="%x has no type annotation"):
-        relay.nn.relu(relay.var("x")).checked_type
+        _ = relay.nn.relu(relay.var("x")).checked_type
 
 
 def test_tuple_projection_types():
@@ -259,9 +259,9 @@ def test_tuple_projection_types():
     t = relay.Tuple([x, relay.const(1, "int8")])
     assert t[1].checked_type == TensorType((), "int8")
     with pytest.raises(IRTypeError, match="out of range"):
-        t[2].checked_type
+        _ = t[2].checked_type
     with pytest.raises(IRTypeError, match="expected a tuple"):
-        x[0].checked_type
+        _ = x[0].checked_type
 
 
 def test_function_calls_are_checked_against_the_callee():
@@ -271,10 +271,10 @@ def test_function_calls_are_checked_against_the_callee():
     assert ok.checked_type == TensorType((2,))
     bad = relay.Call(f, [relay.var("a", shape=(3,))])
     with pytest.raises(IRTypeError, match=r"argument 0 expected Tensor\[\(2\), float32\]"):
-        bad.checked_type
+        _ = bad.checked_type
     wrong_ret = relay.Function([p], p, ret_type=TensorType((2,), "int8"))
     with pytest.raises(IRTypeError, match="declared return type"):
-        wrong_ret.checked_type
+        _ = wrong_ret.checked_type
 
 
 def test_global_var_calls_use_the_callee_type():
@@ -283,7 +283,7 @@ def test_global_var_calls_use_the_callee_type():
     x = relay.var("x", shape=(2,))
     assert relay.Call(gv, [x]).checked_type == TensorType((2,))
     with pytest.raises(IRTypeError, match="@untyped has no type"):
-        relay.Call(relay.GlobalVar("untyped"), [x]).checked_type
+        _ = relay.Call(relay.GlobalVar("untyped"), [x]).checked_type
 
 
 # -- structural equality --------------------------------------------------------------------
@@ -355,7 +355,7 @@ def test_interpreter_reports_a_kernel_that_breaks_its_type():
         "test.broken_kernel", inputs=("data",), type_rel=lambda args, _a: args.tensor(0),
         compute=lambda _a, x: x.astype("float64"), pattern=OpPattern.ELEMWISE)
     x = relay.var("x", shape=(2,))
-    with pytest.raises(KernelError, match="test.broken_kernel returned array"):
+    with pytest.raises(KernelError, match=r"test\.broken_kernel returned array"):
         relay.evaluate(relay.Function([x], broken(x)), np.ones(2, "float32"))
 
 

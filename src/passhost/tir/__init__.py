@@ -1,0 +1,75 @@
+"""The low-level IR (TIR): ``PrimFunc``\\ s over explicit buffers, statements and scalar
+expressions, with iterative visitors and mutators.
+
+Text: :func:`passhost.text.tir_printer.print_prim_func` and
+:func:`passhost.text.tir_parser.parse_prim_func` (see docs/ir-text-format.md ("PrimFuncs")).
+"""
+
+from passhost.tir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    TIR_DTYPES,
+    Add,
+    And,
+    BinaryOp,
+    BufferLoad,
+    Call,
+    Cast,
+    CmpOp,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Select,
+    StringImm,
+    Sub,
+    Var,
+    call_extern,
+    call_kernel,
+    const,
+    convert,
+)
+from passhost.tir.function import Buffer, PrimFunc, decl_buffer
+from passhost.tir.stmt import (
+    FOR_KINDS,
+    Allocate,
+    AllocateConst,
+    AssertStmt,
+    BufferStore,
+    DeclBuffer,
+    Evaluate,
+    For,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+)
+from passhost.tir.visitor import (
+    StmtExprMutator,
+    StmtExprVisitor,
+    post_order,
+    post_order_visit,
+    substitute,
+)
+
+__all__ = [
+    "EQ", "FOR_KINDS", "GE", "GT", "LE", "LT", "NE", "TIR_DTYPES", "Add", "Allocate",
+    "AllocateConst", "And", "AssertStmt", "BinaryOp", "Buffer", "BufferLoad", "BufferStore",
+    "Call", "Cast", "CmpOp", "DeclBuffer", "Div", "Evaluate", "FloatImm", "FloorDiv",
+    "FloorMod", "For", "IfThenElse", "IntImm", "LetStmt", "Max", "Min", "Mod", "Mul", "Not",
+    "Or", "PrimExpr", "PrimFunc", "Select", "SeqStmt", "Stmt", "StmtExprMutator",
+    "StmtExprVisitor", "StringImm", "Sub", "Var", "call_extern", "call_kernel", "const",
+    "convert", "decl_buffer", "post_order", "post_order_visit", "substitute",
+]
