@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from passhost.ir import traversal
 from passhost.ir.expr import BaseExpr, GlobalVar
 from passhost.relay.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 
@@ -19,6 +20,13 @@ def _children(node: BaseExpr) -> tuple[BaseExpr, ...]:
     return children() if children is not None else ()
 
 
+def _children_with_ops(node: BaseExpr) -> tuple[BaseExpr, ...]:
+    kids = _children(node)
+    if isinstance(node, Call) and not isinstance(node.op, (Function, GlobalVar)):
+        return (node.op, *kids)
+    return kids
+
+
 def post_order(roots: BaseExpr | Iterable[BaseExpr], *, include_ops: bool = False,
                stop: Callable[[BaseExpr], bool] | None = None) -> list[BaseExpr]:
     """Every node reachable from ``roots``, each once, children before parents.
@@ -28,31 +36,7 @@ def post_order(roots: BaseExpr | Iterable[BaseExpr], *, include_ops: bool = Fals
     """
     if isinstance(roots, BaseExpr):
         roots = (roots,)
-    seen: set[int] = set()
-    order: list[BaseExpr] = []
-    for root in roots:
-        if id(root) in seen:
-            continue
-        stack: list[tuple[BaseExpr, bool]] = [(root, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if expanded:
-                order.append(node)
-                continue
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            stack.append((node, True))
-            if stop is not None and stop(node):
-                continue
-            kids = _children(node)
-            if include_ops and isinstance(node, Call) and not isinstance(node.op, (Function,
-                                                                                   GlobalVar)):
-                kids = (node.op, *kids)
-            for child in reversed(kids):
-                if id(child) not in seen:
-                    stack.append((child, False))
-    return order
+    return traversal.post_order(roots, _children_with_ops if include_ops else _children, stop)
 
 
 def post_order_visit(expr: BaseExpr, fvisit: Callable[[BaseExpr], None]) -> None:

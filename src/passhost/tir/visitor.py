@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from passhost.ir import traversal
 from passhost.ir.node import BIND, NODE, FrozenDict, Node
 from passhost.tir.expr import PrimExpr, Var
 
@@ -68,28 +69,7 @@ def post_order(roots: Node | Iterable[Node],
     """
     if isinstance(roots, Node):
         roots = (roots,)
-    seen: set[int] = set()
-    order: list[Node] = []
-    for root in roots:
-        if id(root) in seen:
-            continue
-        stack: list[tuple[Node, bool]] = [(root, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if expanded:
-                order.append(node)
-                continue
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            stack.append((node, True))
-            if stop is not None and stop(node):
-                continue
-            kids = children(node)
-            for child in reversed(kids):
-                if id(child) not in seen:
-                    stack.append((child, False))
-    return order
+    return traversal.post_order(roots, children, stop)
 
 
 def post_order_visit(node: Node, fvisit: Callable[[Node], None]) -> None:

@@ -574,8 +574,8 @@ leaky_relu = define_op(
 
 # -- 2-D pooling -----------------------------------------------------------------------------
 @attrs_class
-class MaxPool2DAttrs(Attrs):
-    """Attributes of ``nn.max_pool2d``."""
+class Pool2DAttrs(Attrs):
+    """Attributes shared by the 2-D window pools."""
 
     pool_size: tuple[int, int] = _pair_field((1, 1), minimum=1)
     strides: tuple[int, int] = _pair_field((1, 1), minimum=1)
@@ -587,30 +587,25 @@ class MaxPool2DAttrs(Attrs):
 
 
 @attrs_class
-class AvgPool2DAttrs(Attrs):
-    """Attributes of ``nn.avg_pool2d``."""
+class MaxPool2DAttrs(Pool2DAttrs):
+    """Attributes of ``nn.max_pool2d``."""
 
-    pool_size: tuple[int, int] = _pair_field((1, 1), minimum=1)
-    strides: tuple[int, int] = _pair_field((1, 1), minimum=1)
-    dilation: tuple[int, int] = _pair_field((1, 1), minimum=1)
-    padding: tuple[int, int, int, int] = _padding_field()
-    layout: str = str_field("NCHW", choices=DATA_LAYOUTS)
-    out_layout: str = _out_layout_field()
-    ceil_mode: bool = bool_field(False)
+
+@attrs_class
+class AvgPool2DAttrs(Pool2DAttrs):
+    """Attributes of ``nn.avg_pool2d``: the shared ones and whether padding counts."""
+
     count_include_pad: bool = bool_field(False)
 
 
-_Pool = MaxPool2DAttrs | AvgPool2DAttrs
-
-
-def _pool_dims(attrs: _Pool, h: int, w: int) -> tuple[int, int]:
+def _pool_dims(attrs: Pool2DAttrs, h: int, w: int) -> tuple[int, int]:
     (kh, kw), (sh, sw), (dh, dw) = attrs.pool_size, attrs.strides, attrs.dilation
     pt, pl, pb, pr = attrs.padding
     return (_window_out(h, kh, sh, dh, pt, pb, attrs.ceil_mode),
             _window_out(w, kw, sw, dw, pl, pr, attrs.ceil_mode))
 
 
-def _pool_rel(args: ArgTypes, attrs: _Pool) -> Type:
+def _pool_rel(args: ArgTypes, attrs: Pool2DAttrs) -> Type:
     data = args.tensor(0, ndim=4, dtypes=NUMERIC_DTYPES)
     n, c, h, w = _nchw_dims(data.shape, attrs.layout)
     oh, ow = _pool_dims(attrs, h, w)
@@ -622,7 +617,7 @@ def _pool_rel(args: ArgTypes, attrs: _Pool) -> Type:
     return TensorType(shape, data.dtype)
 
 
-def _pool_windows(attrs: _Pool, x: np.ndarray, fill: Any, dtype: Any,
+def _pool_windows(attrs: Pool2DAttrs, x: np.ndarray, fill: Any, dtype: Any,
                   ) -> tuple[np.ndarray, int, int]:
     """Windows ``(N, C, OH, OW, KH, KW)`` over NCHW ``x`` padded with ``fill``."""
     n, c, h, w = x.shape
