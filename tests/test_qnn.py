@@ -714,20 +714,38 @@ def test_other_type_errors():
 
 @pytest.mark.parametrize(("scale", "zp", "argument"), [(1 / 128, -128, "output_scale"),
                                                        (1 / 256, 0, "output_zero_point")])
-def test_softmax_rejects_wrong_output_quantisation(scale, zp, argument):
+def test_softmax_rejects_wrong_output_quantisation_at_type_inference(scale, zp, argument):
     x = relay.var("x", shape=(2, 3), dtype="int8")
     func = relay.Function([x], relay.qnn.softmax(x, f32(0.1), i32(0), f32(scale), i32(zp)))
     with pytest.raises(IRTypeError) as info:
-        relay.evaluate(func, np.zeros((2, 3), dtype=np.int8))
+        _ = func.checked_type
     assert (info.value.op, info.value.argument) == ("qnn.softmax", argument)
     assert "qnn.softmax" in str(info.value) and argument in str(info.value)
 
 
-def test_non_positive_scale_is_rejected_when_run():
+def test_softmax_kernel_checks_quantisation_given_at_run_time():
+    x = relay.var("x", shape=(2, 3), dtype="int8")
+    out_scale = relay.var("out_scale", shape=(), dtype="float32")
+    func = relay.Function([x, out_scale],
+                          relay.qnn.softmax(x, f32(0.1), i32(0), out_scale, i32(-128)))
+    assert func.checked_type.ret_type == relay.TensorType((2, 3), "int8")
+    with pytest.raises(IRTypeError, match="output_scale"):
+        relay.evaluate(func, np.zeros((2, 3), dtype=np.int8), np.float32(1 / 128))
+
+
+def test_non_positive_constant_scale_is_a_type_error():
     x = relay.var("x", shape=(2,))
     func = relay.Function([x], relay.qnn.quantize(x, f32(0.0), i32(0)))
     with pytest.raises(IRTypeError, match="output_scale"):
-        relay.evaluate(func, np.zeros(2, dtype=np.float32))
+        _ = func.checked_type
+
+
+def test_non_positive_scale_given_at_run_time_is_rejected():
+    x = relay.var("x", shape=(2,))
+    scale = relay.var("scale", shape=(), dtype="float32")
+    func = relay.Function([x, scale], relay.qnn.quantize(x, scale, i32(0)))
+    with pytest.raises(IRTypeError, match="output_scale"):
+        relay.evaluate(func, np.zeros(2, dtype=np.float32), np.float32(-1.0))
 
 
 def test_fusion_patterns():

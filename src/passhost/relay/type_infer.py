@@ -62,7 +62,8 @@ def _call_type(call: Call) -> Type:
     arg_types = [a._checked_type for a in call.args]
     op = call.op
     if getattr(type(op), "_is_op", False):
-        return op.infer_type(arg_types, call.attrs, call.span)
+        values = [a.data if isinstance(a, Constant) else None for a in call.args]
+        return op.infer_type(arg_types, call.attrs, call.span, values)
     fn_ty = op._checked_type
     name = f"@{op.name_hint}" if isinstance(op, GlobalVar) else "function"
     if not isinstance(fn_ty, FuncType):

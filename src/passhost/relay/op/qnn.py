@@ -8,8 +8,9 @@ multipliers, the int8 softmax. All parameter derivation lives in
 Scales are float32 (or float64, so a frontend can pass an exact double product) and zero
 points int32; each is a scalar or, where an operator allows per-channel quantisation, a 1-D
 tensor whose length is the channel dimension (or 1). Type relations check dtypes and
-shapes; values (positive scales, softmax's fixed output quantisation) are checked when the
-kernel runs, with the same :class:`~passhost.errors.IRTypeError` naming operator and argument.
+shapes, and the values of constant parameters (positive scales, softmax's fixed output
+quantisation); the kernels check the values they are given too, with the same
+:class:`~passhost.errors.IRTypeError` naming operator and argument.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ def _param(args: ArgTypes, i: int, dtypes: tuple[str, ...], channels: int | None
 
 def _scale(args: ArgTypes, i: int, channels: int | None = None, where: str = "") -> None:
     _param(args, i, SCALE_DTYPES, channels, where)
+    value = args.constant(i)
+    if value is not None:
+        _scale_value(args.op.name, args.op.inputs[i], value)
 
 
 def _zero_point(args: ArgTypes, i: int, channels: int | None = None, where: str = "") -> None:
@@ -387,6 +391,9 @@ def _qsoftmax_rel(args: ArgTypes, attrs: QnnSoftmaxAttrs) -> Type:
         args.fail_attr("axis", f"the last axis ({data.ndim - 1} or -1)", attrs.axis)
     for i in range(1, 5):
         (_scale if i % 2 else _zero_point)(args, i)
+    out_scale, out_zp = args.constant(3), args.constant(4)
+    if out_scale is not None and out_zp is not None:
+        _check_softmax_output(float(_scalar(out_scale)), int(_scalar(out_zp)))
     return data
 
 

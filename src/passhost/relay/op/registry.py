@@ -61,18 +61,25 @@ class ArgTypes:
     expected and what was found.
     """
 
-    __slots__ = ("op", "span", "types")
+    __slots__ = ("op", "span", "types", "values")
 
-    def __init__(self, op: Op, types: Sequence[Type], span: object | None = None) -> None:
+    def __init__(self, op: Op, types: Sequence[Type], span: object | None = None,
+                 values: Sequence[np.ndarray | None] | None = None) -> None:
         self.op = op
         self.types = tuple(types)
         self.span = span
+        self.values = tuple(values) if values is not None else (None,) * len(self.types)
 
     def __getitem__(self, i: int) -> Type:
         return self.types[i]
 
     def __len__(self) -> int:
         return len(self.types)
+
+    def constant(self, i: int) -> np.ndarray | None:
+        """The value of argument ``i`` when it is a constant (so relations can check
+        quantisation parameters), else None."""
+        return self.values[i]
 
     def fail(self, i: int, expected: str, found: object) -> NoReturn:
         """Raise: argument ``i`` was expected to be ``expected`` but is ``found``."""
@@ -200,15 +207,17 @@ class Op(Expr):
 
     # -- semantics --------------------------------------------------------------------------
     def infer_type(self, arg_types: Sequence[Type], attrs_value: Attrs | None,
-                   span: object | None = None) -> Type:
-        """The result type of a call with these argument types and attributes."""
+                   span: object | None = None,
+                   arg_values: Sequence[np.ndarray | None] | None = None) -> Type:
+        """The result type of a call with these argument types and attributes
+        (``arg_values`` holds the data of constant arguments, None for the others)."""
         if len(arg_types) != len(self.inputs):
             raise IRTypeError(
                 f"{self.name}: expected {len(self.inputs)} arguments "
                 f"({', '.join(self.inputs)}), found {len(arg_types)}",
                 op=self.name, expected=str(len(self.inputs)), found=str(len(arg_types)),
                 span=span)
-        return self.type_rel(ArgTypes(self, arg_types, span), attrs_value)
+        return self.type_rel(ArgTypes(self, arg_types, span, arg_values), attrs_value)
 
     def evaluate(self, attrs_value: Attrs | None, *args: Any) -> Any:
         """Run the NumPy reference kernel on arrays (tuples of arrays for tuple inputs)."""
