@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from naive import naive_conv2d, pad4
 from passhost import relay
 from passhost.errors import AttrError, IRTypeError
 from passhost.ir.types import TensorType, TupleType
@@ -50,48 +51,6 @@ def _type_error(op, specs, **attrs) -> IRTypeError:
     return info.value
 
 
-def _pair(p):
-    return (p, p) if isinstance(p, int) else tuple(p)
-
-
-def _pad4(p):
-    if isinstance(p, int):
-        return (p, p, p, p)
-    if len(p) == 2:
-        return (p[0], p[1], p[0], p[1])
-    return tuple(p)
-
-
-# -- naive references (python loops over the definitions) -------------------------------------
-def naive_conv2d(x, w, strides=(1, 1), padding=0, dilation=(1, 1), groups=1):
-    """NCHW data, OIHW weight; python-number accumulation."""
-    n_, _, h_, w_ = x.shape
-    o_, i_, kh_, kw_ = w.shape
-    pt, pl, pb, pr = _pad4(padding)
-    sh, sw = _pair(strides)
-    dh, dw = _pair(dilation)
-    oh_ = (h_ + pt + pb - dh * (kh_ - 1) - 1) // sh + 1
-    ow_ = (w_ + pl + pr - dw * (kw_ - 1) - 1) // sw + 1
-    per_group = o_ // groups
-    out = [[[[0] * ow_ for _ in range(oh_)] for _ in range(o_)] for _ in range(n_)]
-    for n in range(n_):
-        for o in range(o_):
-            g = o // per_group
-            for y in range(oh_):
-                for z in range(ow_):
-                    acc = 0
-                    for i in range(i_):
-                        c = g * i_ + i
-                        for ky in range(kh_):
-                            for kx in range(kw_):
-                                yy = y * sh + ky * dh - pt
-                                xx = z * sw + kx * dw - pl
-                                if 0 <= yy < h_ and 0 <= xx < w_:
-                                    acc += x[n, c, yy, xx].item() * w[o, i, ky, kx].item()
-                    out[n][o][y][z] = acc
-    return np.array(out)
-
-
 def naive_pool_size(size, k, s, d, lo, hi, ceil_mode):
     """Window starts (in padded coordinates) of a 2-D pool along one axis."""
     ext = d * (k - 1) + 1
@@ -115,7 +74,7 @@ def naive_pool2d(x, kind, pool_size, strides=(1, 1), dilation=(1, 1), padding=0,
     kh, kw = pool_size
     sh, sw = strides
     dh, dw = dilation
-    pt, pl, pb, pr = _pad4(padding)
+    pt, pl, pb, pr = pad4(padding)
     oh_ = naive_pool_size(h_, kh, sh, dh, pt, pb, ceil_mode)
     ow_ = naive_pool_size(w_, kw, sw, dw, pl, pr, ceil_mode)
     is_int = x.dtype.kind in "iu"

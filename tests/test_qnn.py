@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from naive import naive_conv2d
 from passhost import relay
 from passhost.errors import IRTypeError
 from passhost.relay.op import fixed_point as fp
@@ -476,41 +477,6 @@ def test_requantize_per_channel_float64_scale():
 
 
 # -- qnn.conv2d / qnn.dense ------------------------------------------------------------------------
-def py_conv2d(data, weight, in_zp, w_zp, strides, padding, dilation, groups, dl, kl):
-    dims = dict(zip(dl, data.shape))
-    kdims = dict(zip(kl, weight.shape))
-    n_, h_, w_ = dims["N"], dims["H"], dims["W"]
-    o_, i_, kh_, kw_ = kdims["O"], kdims["I"], kdims["H"], kdims["W"]
-    pt, pl, pb, pr = padding
-    oh_ = (h_ + pt + pb - dilation[0] * (kh_ - 1) - 1) // strides[0] + 1
-    ow_ = (w_ + pl + pr - dilation[1] * (kw_ - 1) - 1) // strides[1] + 1
-    per_group = o_ // groups
-    wz = list(np.broadcast_to(w_zp, (o_,)))
-
-    def at(arr, layout, **ix):
-        return int(arr[tuple(ix[d] for d in layout)])
-
-    out = {}
-    for n in range(n_):
-        for o in range(o_):
-            g = o // per_group
-            for oy in range(oh_):
-                for ox in range(ow_):
-                    acc = 0
-                    for i in range(i_):
-                        c = g * i_ + i
-                        for ky in range(kh_):
-                            for kx in range(kw_):
-                                y = oy * strides[0] - pt + ky * dilation[0]
-                                x = ox * strides[1] - pl + kx * dilation[1]
-                                if 0 <= y < h_ and 0 <= x < w_:
-                                    xv = at(data, dl, N=n, C=c, H=y, W=x) - in_zp
-                                    wv = at(weight, kl, O=o, I=i, H=ky, W=kx) - int(wz[o])
-                                    acc += xv * wv
-                    out[n, o, oy, ox] = acc
-    return out, (n_, o_, oh_, ow_)
-
-
 CONV_CASES = [
     # data layout, kernel layout, data shape (N, C, H, W), O, kernel, strides, padding,
     # dilation, groups, per-channel
@@ -537,13 +503,10 @@ def test_conv2d_matches_python_loops(case):
                             strides=strides, padding=padding, dilation=dilation, groups=groups,
                             data_layout=dl, kernel_layout=kl)
     out = run([x, k], call, data, weight)
-    exp, (on, oo, oh, ow) = py_conv2d(data, weight, in_zp, w_zp, strides, padding, dilation,
-                                      groups, dl, kl)
+    expected = naive_conv2d(data, weight, strides, padding, dilation, groups, dl, kl,
+                            in_zp=in_zp, w_zp=w_zp)  # NCHW
     assert out.dtype == np.int32
-    assert out.shape == tuple({"N": on, "C": oo, "H": oh, "W": ow}[d] for d in dl)
-    for (nn, oc, y, xx), v in exp.items():
-        ix = {"N": nn, "C": oc, "H": y, "W": xx}
-        assert out[tuple(ix[d] for d in dl)] == v
+    np.testing.assert_array_equal(out, np.transpose(expected, ["NCHW".index(d) for d in dl]))
 
 
 def test_conv2d_padding_acts_as_zero_point():

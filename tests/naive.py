@@ -1,0 +1,60 @@
+"""Naive reference kernels for the tests: Python loops straight from the definitions,
+independent of the NumPy kernels under test."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def pair(p):
+    """An int or a pair as a pair."""
+    return (p, p) if isinstance(p, int) else tuple(p)
+
+
+def pad4(p):
+    """1, 2 or 4 padding values as (top, left, bottom, right)."""
+    if isinstance(p, int):
+        return (p, p, p, p)
+    if len(p) == 2:
+        return (p[0], p[1], p[0], p[1])
+    return tuple(p)
+
+
+def naive_conv2d(x, w, strides=(1, 1), padding=0, dilation=(1, 1), groups=1,
+                 data_layout="NCHW", kernel_layout="OIHW", in_zp=0, w_zp=0):
+    """2-D convolution by Python-number accumulation over in-bounds taps, with optional
+    zero points (padding taps contribute nothing); the result is NCHW."""
+    dims = dict(zip(data_layout, x.shape))
+    kdims = dict(zip(kernel_layout, w.shape))
+    n_, h_, w_ = dims["N"], dims["H"], dims["W"]
+    o_, i_, kh_, kw_ = kdims["O"], kdims["I"], kdims["H"], kdims["W"]
+    pt, pl, pb, pr = pad4(padding)
+    sh, sw = pair(strides)
+    dh, dw = pair(dilation)
+    oh_ = (h_ + pt + pb - dh * (kh_ - 1) - 1) // sh + 1
+    ow_ = (w_ + pl + pr - dw * (kw_ - 1) - 1) // sw + 1
+    per_group = o_ // groups
+    wz = [int(z) for z in np.broadcast_to(w_zp, (o_,))]
+
+    def at(arr, layout, **ix):
+        return arr[tuple(ix[d] for d in layout)].item()
+
+    out = [[[[0] * ow_ for _ in range(oh_)] for _ in range(o_)] for _ in range(n_)]
+    for n in range(n_):
+        for o in range(o_):
+            g = o // per_group
+            for oy in range(oh_):
+                for ox in range(ow_):
+                    acc = 0
+                    for i in range(i_):
+                        c = g * i_ + i
+                        for ky in range(kh_):
+                            for kx in range(kw_):
+                                yy = oy * sh + ky * dh - pt
+                                xx = ox * sw + kx * dw - pl
+                                if 0 <= yy < h_ and 0 <= xx < w_:
+                                    xv = at(x, data_layout, N=n, C=c, H=yy, W=xx) - in_zp
+                                    wv = at(w, kernel_layout, O=o, I=i, H=ky, W=kx) - wz[o]
+                                    acc += xv * wv
+                    out[n][o][oy][ox] = acc
+    return np.array(out)
