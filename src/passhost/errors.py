@@ -82,3 +82,42 @@ def close_matches(name: str, known: Iterable[str], limit: int = 3) -> list[str]:
         lowered = name.lower()
         matches = [k for k in known if lowered in k.lower()][:limit]
     return matches
+
+
+class OptionError(PasshostError, TypeError):
+    """An option (config key, pass option, target option) got a value of the wrong type."""
+
+
+class PluginError(PasshostError):
+    """A plugin, or something it registered, is broken or clashes with another plugin."""
+
+
+class ConflictError(PluginError, LookupError):
+    """Two plugins registered the same name; using that name is an error naming both."""
+
+    def __init__(self, kind: str, name: str, providers: Iterable[str]) -> None:
+        self.kind = kind
+        self.name = name
+        self.providers = tuple(providers)
+        names = " and ".join(repr(p) for p in self.providers)
+        super().__init__(f"{kind} {name!r} is registered by several plugins: {names}; "
+                         f"disable all but one (PASSHOST_DISABLE_PLUGINS)")
+
+
+def add_note(error: BaseException, note: str) -> None:
+    """Attach ``note`` to ``error`` (PEP 678; on Python 3.10 the list is kept by hand)."""
+    if hasattr(error, "add_note"):
+        error.add_note(note)
+    else:  # pragma: no cover - Python 3.10
+        notes = getattr(error, "__notes__", None)
+        if notes is None:
+            error.__notes__ = notes = []
+        notes.append(note)
+
+
+class InstrumentError(PasshostError, TypeError):
+    """An object given as a pass instrument does not implement the protocol correctly."""
+
+
+class ModuleMutatedError(PasshostError):
+    """A pass changed its input module in place (config ``testing.immutable_module``)."""

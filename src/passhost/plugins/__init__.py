@@ -1,0 +1,27 @@
+"""The plugin host: hookspecs, typed options, specs, registries and the plugin manager.
+
+This layer is at the bottom of passhost and knows nothing of the IR.
+"""
+
+from passhost.plugins.hookspecs import INSTRUMENT_CALLBACKS, hookimpl, hookspec
+from passhost.plugins.manager import PluginHost, PluginRecord, get_host, set_host
+from passhost.plugins.options import (
+    BOOL,
+    FLOAT,
+    INT,
+    STR,
+    STR_LIST,
+    STR_LIST_MAP,
+    OptionSpec,
+    OptionType,
+    option_type,
+)
+from passhost.plugins.registry import Entry, Registries, Registry
+from passhost.plugins.specs import InstrumentSpec, PassSpec, PipelineSpec
+
+__all__ = [
+    "BOOL", "FLOAT", "INSTRUMENT_CALLBACKS", "INT", "STR", "STR_LIST", "STR_LIST_MAP",
+    "Entry", "InstrumentSpec", "OptionSpec", "OptionType", "PassSpec", "PipelineSpec",
+    "PluginHost", "PluginRecord", "Registries", "Registry", "get_host", "hookimpl",
+    "hookspec", "option_type", "set_host",
+]

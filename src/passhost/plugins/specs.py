@@ -1,0 +1,83 @@
+"""What registration hooks return: specs of passes, instruments and pipelines.
+
+A spec is plain data naming a factory; it knows nothing of the IR. The factory is called
+only when the named thing is used, with its options checked against the declared types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from attrs import field, frozen
+
+from passhost.errors import UnknownNameError
+from passhost.plugins.options import OptionSpec
+
+
+def _names(value: Iterable[str] | str) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _options(value: Iterable[OptionSpec]) -> tuple[OptionSpec, ...]:
+    return tuple(value)
+
+
+def create_with_options(kind: str, name: str, factory: Callable[..., Any],
+                        options: tuple[OptionSpec, ...], values: Mapping[str, Any] | None,
+                        *, from_text: bool = False) -> Any:
+    """Call ``factory`` with ``values`` checked against ``options``.
+
+    ``values`` holds Python values, or text when ``from_text`` (a textual pipeline or the
+    command line). Options not given are not passed, so the factory's defaults apply.
+    """
+    declared = {opt.name: opt for opt in options}
+    kwargs = {}
+    for key, value in (values or {}).items():
+        opt = declared.get(key)
+        if opt is None:
+            raise UnknownNameError(f"option of {kind} {name!r}", key, declared)
+        what = f"option of {kind} {name!r}:"
+        kwargs[key] = opt.parse(value, what) if from_text else opt.check(value, what)
+    return factory(**kwargs)
+
+
+@frozen
+class PassSpec:
+    """A registered pass: ``factory(**options)`` returns a Pass named ``name``."""
+
+    name: str
+    factory: Callable[..., Any]
+    opt_level: int = 0
+    required: tuple[str, ...] = field(default=(), converter=_names)
+    summary: str = ""
+    options: tuple[OptionSpec, ...] = field(default=(), converter=_options)
+
+    def create(self, values: Mapping[str, Any] | None = None, *, from_text: bool = False) -> Any:
+        """A new pass built with the given options."""
+        return create_with_options("pass", self.name, self.factory, self.options, values,
+                                   from_text=from_text)
+
+
+@frozen
+class InstrumentSpec:
+    """A registered pass instrument: ``factory(**options)`` returns an instrument."""
+
+    name: str
+    factory: Callable[..., Any]
+    summary: str = ""
+    options: tuple[OptionSpec, ...] = field(default=(), converter=_options)
+
+    def create(self, values: Mapping[str, Any] | None = None, *, from_text: bool = False) -> Any:
+        """A new instrument built with the given options."""
+        return create_with_options("instrument", self.name, self.factory, self.options, values,
+                                   from_text=from_text)
+
+
+@frozen
+class PipelineSpec:
+    """A named pipeline: a pass list in the textual pipeline syntax."""
+
+    name: str
+    text: str
+    summary: str = ""

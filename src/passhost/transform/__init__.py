@@ -1,0 +1,26 @@
+"""The pass manager: passes, ``Sequential``, ``PassContext``, the pass registry.
+
+The API follows TVM's ``tvm.transform`` so code written for it ports line for line; the
+behaviour is the contract of ``shared/spec/pass-instruments.md``.
+"""
+
+from passhost.transform.context import IMMUTABLE_MODULE, PassContext
+from passhost.transform.info import PassInfo
+from passhost.transform.passes import (
+    FunctionPass,
+    ModulePass,
+    Pass,
+    PrimFuncPass,
+    Sequential,
+    function_pass,
+    module_pass,
+    prim_func_pass,
+)
+from passhost.transform.print_ir import PrintIR
+from passhost.transform.registry import get_pass, list_passes, pass_spec
+
+__all__ = [
+    "IMMUTABLE_MODULE", "FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo",
+    "PrimFuncPass", "PrintIR", "Sequential", "function_pass", "get_pass", "list_passes",
+    "module_pass", "pass_spec", "prim_func_pass",
+]

@@ -1,0 +1,249 @@
+"""``PassContext``: the scope passes run in, its instruments, and the per-thread stack.
+
+The call order and exception rules are those of ``shared/spec/pass-instruments.md``; the
+docstrings below cite the rule numbers.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from passhost.errors import ModuleMutatedError
+from passhost.instrument.dispatch import EMPTY, Dispatch, instrument_name
+from passhost.ir.module import IRModule
+from passhost.ir.node import FrozenDict
+from passhost.ir.structural import structural_hash
+from passhost.plugins.options import OptionSpec
+from passhost.transform.info import pass_names
+from passhost.transform.notes import note_callback, note_pass
+
+_LOG = logging.getLogger("passhost.transform")
+
+#: The config key that makes every pass check that it left its input module unchanged.
+IMMUTABLE_MODULE = "testing.immutable_module"
+
+
+class PassContext:
+    """The settings passes run under: optimisation level, required and disabled passes,
+    instruments and typed config. Use it as a context manager; fields are read-only."""
+
+    __slots__ = ("_check_immutable", "_config", "_disabled", "_disabled_set", "_dispatch",
+                 "_opt_level", "_plain", "_required", "_required_set")
+
+    def __init__(self, opt_level: int = 2, required_pass: Iterable[str] | str | None = None,
+                 disabled_pass: Iterable[str] | str | None = None,
+                 instruments: Iterable[Any] | None = None,
+                 config: Mapping[str, Any] | None = None) -> None:
+        if isinstance(opt_level, bool) or not isinstance(opt_level, int) or opt_level < 0:
+            raise TypeError(f"opt_level is an int >= 0, found {opt_level!r}")
+        self._opt_level = opt_level
+        self._required = pass_names(required_pass)
+        self._required_set = frozenset(self._required)
+        self._disabled = pass_names(disabled_pass)
+        self._disabled_set = frozenset(self._disabled)
+        self._config = _check_config(config)
+        self._check_immutable = bool(self._config.get(IMMUTABLE_MODULE, False))
+        self._set_dispatch(Dispatch(instruments or ()))
+
+    # -- read-only fields ---------------------------------------------------------------
+    @property
+    def opt_level(self) -> int:
+        """Sequentials run a child only if its opt_level is at most this."""
+        return self._opt_level
+
+    @property
+    def required_pass(self) -> tuple[str, ...]:
+        """Passes that always run inside a Sequential and skip ``should_run``."""
+        return self._required
+
+    @property
+    def disabled_pass(self) -> tuple[str, ...]:
+        """Passes a Sequential never runs (disabled beats required)."""
+        return self._disabled
+
+    @property
+    def instruments(self) -> tuple[Any, ...]:
+        """The instruments, in the order their callbacks are called."""
+        return self._dispatch.instruments
+
+    @property
+    def config(self) -> FrozenDict:
+        """The config values given (checked against the registered options)."""
+        return self._config
+
+    def get_config(self, name: str, default: Any = None) -> Any:
+        """The value of config option ``name``: as given, else the registered default."""
+        if name in self._config:
+            return self._config[name]
+        from passhost.plugins.manager import get_host
+
+        registry = get_host().registries.config_options
+        return registry.get(name).default if name in registry else default
+
+    def __repr__(self) -> str:
+        names = ", ".join(instrument_name(i) for i in self.instruments)
+        return (f"PassContext(opt_level={self._opt_level}, required_pass={list(self._required)}"
+                f", disabled_pass={list(self._disabled)}, instruments=[{names}], "
+                f"config={dict(self._config)})")
+
+    # -- the per-thread stack -----------------------------------------------------------
+    @staticmethod
+    def current() -> PassContext:
+        """The innermost entered context of this thread, or its default context (rule 23)."""
+        return _STATE.current
+
+    def __enter__(self) -> PassContext:
+        self._enter_instruments()  # rule 13: a failing enter keeps the context out
+        state = _STATE
+        state.stack.append(self)
+        state.current = self
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        state = _STATE
+        stack = state.stack
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i] is self:
+                del stack[i]
+                break
+        state.current = stack[-1] if stack else state.default
+        self._exit_instruments()  # rule 1: popped first, then exit in list order
+
+    @staticmethod
+    def list_configs() -> dict[str, OptionSpec]:
+        """The registered config options by name: type, default and summary of each."""
+        from passhost.plugins.manager import get_host
+
+        registry = get_host().registries.config_options
+        return {entry.name: entry.spec for entry in registry.entries()}
+
+    # -- instruments --------------------------------------------------------------------
+    def override_instruments(self, instruments: Iterable[Any]) -> None:
+        """Exit the current instruments, then install and enter ``instruments`` (rules 20,
+        25, 26). Works on any context, entered or not."""
+        if instruments is None:
+            raise TypeError("override_instruments takes a list of instruments, found None")
+        new = Dispatch(instruments)  # validate before anything changes
+        self._exit_instruments()
+        self._set_dispatch(new)
+        self._enter_instruments()
+
+    def _set_dispatch(self, dispatch: Dispatch) -> None:
+        self._dispatch = dispatch
+        self._plain = not dispatch.instruments and not self._check_immutable
+
+    def _enter_instruments(self) -> None:
+        try:
+            for failed_at, inst, fn in self._dispatch.enter:  # noqa: B007 (used below)
+                fn()
+        except Exception as err:
+            note_callback(err, instrument_name(inst), "enter_pass_ctx")
+            _LOG.warning("pass instrumentation disabled: %s.enter_pass_ctx failed",
+                         instrument_name(inst))
+            for position, other, exit_fn in reversed(self._dispatch.exit):
+                if position < failed_at:
+                    try:
+                        exit_fn()
+                    except Exception:
+                        _LOG.exception("%s.exit_pass_ctx failed while unwinding",
+                                       instrument_name(other))
+            self._set_dispatch(EMPTY)
+            raise
+
+    def _exit_instruments(self) -> None:
+        try:
+            for _, inst, fn in self._dispatch.exit:  # noqa: B007 (used below)
+                fn()
+        except Exception as err:
+            note_callback(err, instrument_name(inst), "exit_pass_ctx")
+            _LOG.warning("pass instrumentation disabled: %s.exit_pass_ctx failed",
+                         instrument_name(inst))
+            self._set_dispatch(EMPTY)
+            raise
+
+    # -- running a pass under instruments -----------------------------------------------
+    def _run_pass(self, pass_: Any, mod: IRModule) -> IRModule:
+        """The instrument protocol around one pass (rules 2, 8-12, 14-17, 21, 22, 32)."""
+        info = pass_.info
+        dispatch = self._dispatch
+        if dispatch.should_run and info.name not in self._required_set:
+            run = True
+            try:
+                for fn in dispatch.should_run:
+                    answer = fn(mod, info)
+                    if answer is not True and not _as_bool(answer, dispatch, fn, info):
+                        run = False
+            except Exception as err:
+                if not isinstance(err, _ShouldRunTypeError):
+                    note_callback(err, instrument_name(dispatch.owner(fn)), "should_run",
+                                  info.name)
+                raise
+            if not run:
+                return mod
+        try:
+            for fn in dispatch.before:
+                fn(mod, info)
+        except Exception as err:
+            note_callback(err, instrument_name(dispatch.owner(fn)), "run_before_pass",
+                          info.name)
+            raise
+        before_hash = structural_hash(mod) if self._check_immutable else None
+        try:
+            out = pass_._body(mod, self)
+        except Exception as err:
+            note_pass(err, info.name)
+            for fn in dispatch.failed:
+                fn(mod, info, err)
+            raise
+        if before_hash is not None and structural_hash(mod) != before_hash:
+            raise ModuleMutatedError(f"pass {info.name} changed its input module in place "
+                                     f"(config {IMMUTABLE_MODULE}); build a new module instead")
+        try:
+            for fn in dispatch.after:
+                fn(out, info)
+        except Exception as err:
+            note_callback(err, instrument_name(dispatch.owner(fn)), "run_after_pass",
+                          info.name)
+            raise
+        return out
+
+
+class _ShouldRunTypeError(TypeError):
+    """should_run returned something other than a bool (rule 11)."""
+
+
+def _as_bool(answer: Any, dispatch: Dispatch, fn: Any, info: Any) -> bool:
+    if answer is False or (type(answer) is int and answer in (0, 1)):
+        return bool(answer)
+    raise _ShouldRunTypeError(
+        f"{instrument_name(dispatch.owner(fn))}.should_run must return a bool for pass "
+        f"{info.name}, returned {type(answer).__name__} {answer!r}")
+
+
+def _check_config(config: Mapping[str, Any] | None) -> FrozenDict:
+    """``config`` checked against the registered config options (rule 31)."""
+    if not config:
+        return FrozenDict()
+    from passhost.plugins.manager import get_host
+
+    registry = get_host().registries.config_options
+    checked = {}
+    for key, value in config.items():
+        spec: OptionSpec = registry.get(key)
+        checked[key] = spec.check(value, "config option")
+    return FrozenDict(checked)
+
+
+class _ThreadState(threading.local):
+    """The context stack of one thread and its default context (rule 23)."""
+
+    def __init__(self) -> None:
+        self.stack: list[PassContext] = []
+        self.default = PassContext()
+        self.current = self.default
+
+
+_STATE = _ThreadState()

@@ -1,0 +1,44 @@
+"""Notes on exceptions raised while passes run: which pass, inside which passes.
+
+The exception itself is never replaced (its type and value reach the caller); one PEP 678
+note is added where it is raised and extended at each enclosing pass, e.g.
+``while running pass InferType inside FoldConstant inside FoldScaleAxis``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from passhost.errors import add_note
+
+_STATE_ATTR = "_passhost_note_index"
+
+
+def _add_extensible(error: BaseException, note: str) -> None:
+    """Add ``note`` and remember where it is, so enclosing passes can extend it."""
+    add_note(error, note)
+    with contextlib.suppress(AttributeError):  # exception types without attribute storage
+        setattr(error, _STATE_ATTR, len(error.__notes__) - 1)
+
+
+def _extend(error: BaseException, first: str, suffix: str) -> None:
+    index = getattr(error, _STATE_ATTR, None)
+    notes = getattr(error, "__notes__", None)
+    if index is None or notes is None or index >= len(notes):
+        _add_extensible(error, first)
+    else:
+        notes[index] += suffix
+
+
+def note_pass(error: BaseException, pass_name: str) -> None:
+    """Record that ``error`` propagated out of the pass ``pass_name``."""
+    _extend(error, f"while running pass {pass_name}", f" inside {pass_name}")
+
+
+def note_callback(error: BaseException, instrument: str, callback: str,
+                  pass_name: str | None = None) -> None:
+    """Record that ``error`` was raised by an instrument callback."""
+    where = f"in {instrument}.{callback}"
+    if pass_name is not None:
+        where += f" for pass {pass_name}"
+    _add_extensible(error, where)

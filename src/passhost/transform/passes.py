@@ -1,0 +1,225 @@
+"""Passes: module, function and PrimFunc passes, ``Sequential``, and their decorators.
+
+Calling a pass runs it under the current :class:`PassContext`: with no instruments the body
+is called directly; otherwise the context's instrument protocol wraps it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from passhost.ir.expr import BaseFunc
+from passhost.ir.module import IRModule
+from passhost.transform.context import _STATE, PassContext
+from passhost.transform.info import PassInfo
+from passhost.transform.notes import note_pass
+
+
+class Pass:
+    """A transformation of IRModules; ``pass(mod)`` returns a new module (or ``mod``)."""
+
+    __slots__ = ("info",)
+    info: PassInfo
+
+    def __call__(self, mod: IRModule) -> IRModule:
+        if type(mod) is not IRModule and not isinstance(mod, IRModule):
+            raise TypeError(f"pass {self.info.name} takes an IRModule, found "
+                            f"{type(mod).__name__}; wrap an expression with "
+                            f"IRModule.from_expr")
+        ctx = _STATE.current
+        if not ctx._plain:
+            return ctx._run_pass(self, mod)
+        try:
+            return self._body(mod, ctx)
+        except Exception as err:
+            note_pass(err, self.info.name)
+            raise
+
+    def _body(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        """The transformation itself, without instruments."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.info.name}>"
+
+
+def _check_module(out: Any, info: PassInfo) -> IRModule:
+    if type(out) is not IRModule and not isinstance(out, IRModule):
+        raise TypeError(f"pass {info.name} returned {type(out).__name__}, expected an IRModule")
+    return out
+
+
+class ModulePass(Pass):
+    """A pass over a whole module: ``func(mod, ctx) -> IRModule``."""
+
+    __slots__ = ("_func",)
+
+    def __init__(self, func: Callable[[IRModule, PassContext], IRModule], info: PassInfo) -> None:
+        self._func = func
+        self.info = info
+
+    def _body(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return _check_module(self._func(mod, ctx), self.info)
+
+
+class _PerFunctionPass(Pass):
+    """A pass applied to each function of one kind: ``func(f, mod, ctx) -> f'``."""
+
+    __slots__ = ("_func",)
+    _kind: type = BaseFunc
+
+    def __init__(self, func: Callable[[Any, IRModule, PassContext], Any], info: PassInfo) -> None:
+        self._func = func
+        self.info = info
+
+    def _selects(self, func: BaseFunc) -> bool:
+        return isinstance(func, self._kind)
+
+    def _body(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        changed = {}
+        for gvar, func in mod.functions.items():
+            if not self._selects(func):
+                continue
+            new = self._func(func, mod, ctx)
+            if new is not func:
+                if not isinstance(new, self._kind):
+                    raise TypeError(f"pass {self.info.name} returned {type(new).__name__} for "
+                                    f"@{gvar.name_hint}, expected {self._kind.__name__}")
+                changed[gvar] = new
+        return mod.with_functions(changed) if changed else mod
+
+
+def _relay_function() -> type:
+    from passhost.relay.expr import Function
+
+    return Function
+
+
+def _prim_func() -> type:
+    from passhost.tir.function import PrimFunc
+
+    return PrimFunc
+
+
+class FunctionPass(_PerFunctionPass):
+    """A pass applied to each graph function of the module, except functions marked
+    ``Compiler`` (owned by an external target) or ``SkipOptimization``."""
+
+    __slots__ = ()
+
+    def __init__(self, func: Callable[[Any, IRModule, PassContext], Any], info: PassInfo) -> None:
+        super().__init__(func, info)
+        self._kind = _relay_function()
+
+    def _selects(self, func: BaseFunc) -> bool:
+        if not isinstance(func, self._kind):
+            return False
+        attrs = func.attrs
+        return not (attrs.get("Compiler") or attrs.get("SkipOptimization"))
+
+
+class PrimFuncPass(_PerFunctionPass):
+    """A pass applied to each PrimFunc of the module."""
+
+    __slots__ = ()
+
+    def __init__(self, func: Callable[[Any, IRModule, PassContext], Any], info: PassInfo) -> None:
+        super().__init__(func, info)
+        self._kind = _prim_func()
+
+
+class Sequential(Pass):
+    """A pass running passes in order, gating each by the context (rule 28) and running the
+    dependencies each declares first (rule 29)."""
+
+    __slots__ = ("passes",)
+
+    def __init__(self, passes: Iterable[Pass] | None = None, opt_level: int = 0,
+                 name: str = "sequential", required: Iterable[str] | str | None = None) -> None:
+        self.passes = tuple(passes or ())
+        for p in self.passes:
+            if not isinstance(p, Pass):
+                raise TypeError(f"Sequential {name!r} holds passes, found {type(p).__name__} "
+                                f"{p!r}")
+        self.info = PassInfo(opt_level, name, required)
+
+    def _body(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        disabled = ctx._disabled_set
+        required = ctx._required_set
+        opt_level = ctx._opt_level
+        for p in self.passes:
+            info = p.info
+            name = info.name
+            if name in disabled or (name not in required and opt_level < info.opt_level):
+                continue
+            for dependency in info.required:
+                mod = _dependency(dependency)(mod)
+            mod = p(mod)
+        return mod
+
+
+def _dependency(name: str) -> Pass:
+    from passhost.transform.registry import get_pass
+
+    return get_pass(name)
+
+
+# -- decorators -------------------------------------------------------------------------
+
+def _pass_class(kind: type, cls: type, method: str, info: PassInfo) -> type:
+    """A Pass class whose instances wrap an instance of ``cls`` and call its ``method``."""
+    if not callable(getattr(cls, method, None)):
+        raise TypeError(f"a class used as a {kind.__name__} defines {method}()")
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        inner = cls(*args, **kwargs)
+        object.__setattr__(self, "_inner", inner)
+        kind.__init__(self, getattr(inner, method), info)
+
+    def __getattr__(self: Any, attr: str) -> Any:
+        if attr == "_inner":
+            raise AttributeError(attr)
+        return getattr(self._inner, attr)
+
+    namespace = {"__init__": __init__, "__getattr__": __getattr__, "pass_info": info,
+                 "__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                 "__doc__": cls.__doc__}
+    return type(cls.__name__, (kind,), namespace)
+
+
+def _decorator(kind: type, method: str, pass_arg: Any, opt_level: int, name: str | None,
+               required: Iterable[str] | str | None, traceable: bool) -> Any:
+    def create(target: Any) -> Any:
+        info = PassInfo(opt_level, name or getattr(target, "__name__", ""), required, traceable)
+        if isinstance(target, type):
+            return _pass_class(kind, target, method, info)
+        if callable(target):
+            return kind(target, info)
+        raise TypeError(f"{kind.__name__} decorates a function or a class, found {target!r}")
+
+    return create if pass_arg is None else create(pass_arg)
+
+
+def module_pass(pass_func: Any = None, opt_level: int = 0, name: str | None = None,
+                required: Iterable[str] | str | None = None, traceable: bool = False) -> Any:
+    """Make a module pass from ``func(mod, ctx)``, or a pass class from a class with
+    ``transform_module(self, mod, ctx)``; usable directly or as a decorator."""
+    return _decorator(ModulePass, "transform_module", pass_func, opt_level, name, required,
+                      traceable)
+
+
+def function_pass(pass_func: Any = None, opt_level: int = 0, name: str | None = None,
+                  required: Iterable[str] | str | None = None, traceable: bool = False) -> Any:
+    """Make a pass applied to each graph function from ``func(f, mod, ctx)``, or from a
+    class with ``transform_function(self, f, mod, ctx)``."""
+    return _decorator(FunctionPass, "transform_function", pass_func, opt_level, name,
+                      required, traceable)
+
+
+def prim_func_pass(pass_func: Any = None, opt_level: int = 0, name: str | None = None,
+                   required: Iterable[str] | str | None = None, traceable: bool = False) -> Any:
+    """Make a pass applied to each PrimFunc from ``func(f, mod, ctx)``, or from a class with
+    ``transform_function(self, f, mod, ctx)``."""
+    return _decorator(PrimFuncPass, "transform_function", pass_func, opt_level, name,
+                      required, traceable)

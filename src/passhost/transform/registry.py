@@ -1,0 +1,50 @@
+"""Passes by name: the pass registry of the plugin host, seen from the pass manager."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from passhost.plugins.manager import get_host
+from passhost.plugins.options import OptionSpec
+from passhost.plugins.specs import PassSpec
+from passhost.transform.passes import Pass
+
+
+def get_pass(name: str, options: Mapping[str, Any] | None = None, *,
+             from_text: bool = False) -> Pass:
+    """A new instance of the registered pass ``name``; unknown names raise an error listing
+    close matches."""
+    spec: PassSpec = get_host().registries.passes.get(name)
+    created = spec.create(options, from_text=from_text)
+    if not isinstance(created, Pass):
+        raise TypeError(f"the factory of pass {name!r} returned {type(created).__name__}, "
+                        f"expected a Pass")
+    if created.info.name != name:
+        raise TypeError(f"the factory of pass {name!r} returned a pass named "
+                        f"{created.info.name!r}")
+    return created
+
+
+def list_passes() -> list[PassSpec]:
+    """The registered pass specs, sorted by name."""
+    return [entry.spec for entry in get_host().registries.passes.entries()]
+
+
+def pass_spec(factory: Callable[..., Pass] | Pass, summary: str = "",
+              options: Iterable[OptionSpec] = ()) -> PassSpec:
+    """A :class:`PassSpec` for a pass class made by ``module_pass`` & co. (name, opt level
+    and dependencies are read from it) or for a pass instance (always that instance)."""
+    if isinstance(factory, Pass):
+        instance = factory
+        info = instance.info
+
+        def create() -> Pass:
+            return instance
+
+        return PassSpec(info.name, create, info.opt_level, info.required, summary)
+    info = getattr(factory, "pass_info", None)
+    if info is None:
+        raise TypeError(f"pass_spec needs a Pass or a pass class with pass_info, found "
+                        f"{factory!r}; build a PassSpec directly for other factories")
+    return PassSpec(info.name, factory, info.opt_level, info.required, summary, options)
