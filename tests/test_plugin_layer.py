@@ -1,0 +1,183 @@
+"""The plugin layer's building blocks: typed options, specs, registries, the host."""
+
+from __future__ import annotations
+
+import pytest
+
+from passhost.errors import ConflictError, OptionError, PluginError, UnknownNameError
+from passhost.plugins import (
+    BOOL,
+    FLOAT,
+    INT,
+    STR,
+    STR_LIST,
+    STR_LIST_MAP,
+    InstrumentSpec,
+    OptionSpec,
+    PassSpec,
+    PipelineSpec,
+    PluginHost,
+    hookimpl,
+    option_type,
+)
+
+
+@pytest.mark.parametrize(("kind", "text", "value"), [
+    (INT, "3", 3), (FLOAT, "0.5", 0.5), (BOOL, "true", True), (BOOL, "off", False),
+    (STR, "a b", "a b"), (STR_LIST, "A;B", ("A", "B")),
+    (STR_LIST_MAP, "nn.conv2d:NHWC:HWIO;nn.max_pool2d:NHWC",
+     {"nn.conv2d": ("NHWC", "HWIO"), "nn.max_pool2d": ("NHWC",)}),
+])
+def test_option_text_round_trip(kind, text, value):
+    spec = OptionSpec("opt", kind)
+    assert spec.parse(text) == value
+    assert spec.parse(spec.format(value)) == value
+
+
+@pytest.mark.parametrize(("kind", "good", "bad"), [
+    (int, 3, True), (int, 3, 2.5), (float, 2, "2.0"), (bool, 1, 2), (bool, False, "no"),
+    (str, "x", 1), (STR_LIST, ["a"], [1]), (STR_LIST_MAP, {"op": ["L"]}, ["op"]),
+])
+def test_option_check_names_expected_type(kind, good, bad):
+    spec = OptionSpec("level", kind)
+    spec.check(good)
+    with pytest.raises(OptionError, match=f"option 'level' expects {spec.type.name}"):
+        spec.check(bad)
+
+
+def test_option_parse_errors_say_what_was_found():
+    with pytest.raises(OptionError, match="expects int, found 'three'"):
+        OptionSpec("n", int).parse("three")
+    with pytest.raises(OptionError, match="expected true or false"):
+        OptionSpec("flag", bool).parse("maybe")
+
+
+def test_option_type_rejects_unknown_python_types():
+    with pytest.raises(OptionError, match="one of int, float, bool, str"):
+        option_type(list)
+
+
+def test_spec_create_checks_options():
+    spec = PassSpec("P", lambda depth=1: ("made", depth), options=[OptionSpec("depth", int)])
+    assert spec.create() == ("made", 1)
+    assert spec.create({"depth": 4}) == ("made", 4)
+    assert spec.create({"depth": "5"}, from_text=True) == ("made", 5)
+    with pytest.raises(UnknownNameError, match="did you mean 'depth'"):
+        spec.create({"dept": 2})
+    with pytest.raises(OptionError, match="option of pass 'P': 'depth' expects int"):
+        spec.create({"depth": "2"})
+
+
+class _Provider:
+    """A plugin providing one of each registrable thing."""
+
+    def __init__(self, pass_name: str = "MyPass") -> None:
+        self.pass_name = pass_name
+
+    @hookimpl
+    def passhost_register_passes(self):
+        return [PassSpec(self.pass_name, object)]
+
+    @hookimpl
+    def passhost_register_instruments(self):
+        return [InstrumentSpec("mine", object)]
+
+    @hookimpl
+    def passhost_register_config_options(self):
+        return [OptionSpec("my.option", int, 3, "an option")]
+
+    @hookimpl
+    def passhost_register_pipelines(self):
+        return [PipelineSpec("my-pipeline", "MyPass")]
+
+
+def test_host_attributes_registrations_to_the_plugin():
+    host = PluginHost()
+    record = host.register(_Provider(), "provider", distribution="provider-dist")
+    assert record.provides == {"passes": ["MyPass"], "instruments": ["mine"],
+                               "config_options": ["my.option"], "pipelines": ["my-pipeline"]}
+    entry = host.registries.passes.entry("MyPass")
+    assert (entry.provider, entry.distribution) == ("provider", "provider-dist")
+    assert host.registries.config_options.get("my.option").default == 3
+    host.unregister("provider")
+    assert "MyPass" not in host.registries.passes
+    assert host.hook_names(record.plugin) == []
+
+
+def test_conflicts_name_both_providers_and_clear_on_unregister():
+    host = PluginHost()
+    host.register(_Provider(), "first")
+    host.register(_Provider(), "second")
+    assert ("pass", "MyPass", ("first", "second")) in host.registries.conflicts()
+    with pytest.raises(ConflictError, match="'first' and 'second'"):
+        host.registries.passes.get("MyPass")
+    host.unregister("second")
+    assert host.registries.passes.entry("MyPass").provider == "first"
+
+
+def test_unknown_names_list_close_matches():
+    host = PluginHost()
+    host.register(_Provider(), "provider")
+    with pytest.raises(UnknownNameError, match="unknown pass 'MyPas'; did you mean 'MyPass'"):
+        host.registries.passes.get("MyPas")
+
+
+class _BadSpec:
+    @hookimpl
+    def passhost_register_passes(self):
+        return ["not a spec"]
+
+
+class _UnknownHook:
+    @hookimpl
+    def passhost_register_pases(self):
+        return []
+
+
+class _BadArgs:
+    @hookimpl
+    def passhost_should_run(self, module):
+        return True
+
+
+@pytest.mark.parametrize(("plugin", "message"), [
+    (_BadSpec(), "returned 'not a spec', expected PassSpec"),
+    (_UnknownHook(), "'passhost_register_pases', which is not a passhost hook"),
+    (_BadArgs(), "plugin 'bad' is invalid"),
+])
+def test_broken_plugins_are_rejected_and_leave_nothing_behind(plugin, message):
+    host = PluginHost()
+    with pytest.raises(PluginError, match=message):
+        host.register(plugin, "bad")
+    assert "bad" not in host.records
+    assert host.pm.get_plugin("bad") is None
+    assert len(host.registries.passes) == 0
+
+
+def test_a_plugin_name_is_registered_once():
+    host = PluginHost()
+    host.register(_Provider(), "provider")
+    with pytest.raises(PluginError, match="already registered"):
+        host.register(_Provider("Other"), "provider")
+
+
+def test_import_passhost_loads_no_plugin_machinery():
+    import subprocess
+    import sys
+
+    code = ("import sys, passhost; "
+            "print(sorted(m for m in sys.modules if m.startswith(('pluggy', 'passhost.'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "['passhost._version']"
+
+
+def test_passhost_hookimpl_is_the_plugin_marker():
+    import passhost
+    from passhost.plugins.hookspecs import PROJECT
+
+    @passhost.hookimpl
+    def passhost_register_passes():
+        return []
+
+    assert hasattr(passhost_register_passes, f"{PROJECT}_impl")
