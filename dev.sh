@@ -12,7 +12,11 @@ setup() {
   if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
   fi
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]"
+  local plugins=()
+  for dir in plugins/*/; do
+    plugins+=(-e "$dir")
+  done
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]" "${plugins[@]}"
 }
 
 case "${1:-}" in

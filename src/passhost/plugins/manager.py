@@ -2,26 +2,35 @@
 
 The host is created lazily, on the first lookup of a registered name; ``import passhost``
 creates nothing. The built-in plugin (the host's own passes, instruments and config
-options) is registered the same way as any other plugin.
+options) is registered first, the same way as any other plugin; then each installed entry
+point is loaded on its own, so a broken plugin is recorded with its status and never takes
+the host down.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
+import traceback
 from typing import Any
 
 import pluggy
-from attrs import define, field
+from attrs import define, field, frozen
 
+from passhost._version import __version__
 from passhost.errors import PluginError
 from passhost.plugins.hookspecs import ALL_HOOKS, PROJECT, REGISTRATION_HOOKS
+from passhost.plugins.loading import LoadSettings, discover, is_compatible, passhost_requirement
 from passhost.plugins.options import OptionSpec
 from passhost.plugins.registry import Registries
 from passhost.plugins.specs import InstrumentSpec, PassSpec, PipelineSpec
 
 #: Name and module of the plugin holding passhost's own registrations.
 BUILTIN_PLUGIN = ("builtin", "passhost.builtin_plugin")
+
+#: The statuses a plugin can have (see shared/spec/plugins.md).
+STATUSES = ("active", "disabled", "incompatible", "error", "invalid")
 
 _SPEC_CLASSES: dict[str, tuple[type, ...]] = {
     "passes": (PassSpec,),
@@ -32,19 +41,41 @@ _SPEC_CLASSES: dict[str, tuple[type, ...]] = {
 }
 
 
+@frozen
+class PluginFailure:
+    """Why a plugin is not active: the exception's type, message and traceback."""
+
+    type: str
+    message: str
+    traceback: str = ""
+
+    @classmethod
+    def from_exception(cls, err: BaseException) -> PluginFailure:
+        """The failure described by ``err``."""
+        return cls(type(err).__name__, str(err),
+                   "".join(traceback.format_exception(type(err), err, err.__traceback__)))
+
+
 @define
 class PluginRecord:
-    """What the host knows of one plugin: where it came from and what it provides."""
+    """What the host knows of one plugin: where it came from, its status, what it provides."""
 
     name: str
-    plugin: Any
+    plugin: Any = None
     builtin: bool = False
     distribution: str | None = None
+    version: str | None = None
+    entry_point: str | None = None
+    module: str | None = None
+    status: str = "active"
+    requires_passhost: str | None = None
+    error: PluginFailure | None = None
+    hooks: list[str] = field(factory=list)
     provides: dict[str, list[str]] = field(factory=dict)
 
 
 class PluginHost:
-    """A pluggy manager with the passhost hookspecs, and the registries."""
+    """A pluggy manager with the passhost hookspecs, the registries and the plugin records."""
 
     def __init__(self) -> None:
         self.pm = pluggy.PluginManager(PROJECT)
@@ -53,27 +84,32 @@ class PluginHost:
         self.registries = Registries()
         self.records: dict[str, PluginRecord] = {}
 
+    # -- registering plugin objects -------------------------------------------------------
     def register(self, plugin: Any, name: str, *, builtin: bool = False,
-                 distribution: str | None = None) -> PluginRecord:
+                 distribution: str | None = None, record: PluginRecord | None = None,
+                 ) -> PluginRecord:
         """Validate ``plugin``, register its hooks and collect what its registration hooks
-        return; on any error nothing of it stays registered."""
+        return. A broken plugin raises (PluginError when invalid) and leaves nothing behind."""
         if name in self.records:
             raise PluginError(f"a plugin named {name!r} is already registered")
         try:
             self.pm.register(plugin, name)
         except (pluggy.PluginValidationError, ValueError) as err:
             raise PluginError(f"plugin {name!r} is invalid: {err}") from err
-        record = PluginRecord(name, plugin, builtin, distribution)
         try:
             self._check_hook_names(plugin, name)
             collected = self._collect(plugin, name)
         except BaseException:
             self.pm.unregister(plugin)
             raise
+        record = record or PluginRecord(name, builtin=builtin, distribution=distribution)
+        record.plugin = plugin
+        record.module = getattr(plugin, "__name__", None) or type(plugin).__module__
+        record.hooks = self.hook_names(plugin)
         for attr, specs in collected.items():
             registry = self.registries.by_attr(attr)
             for spec in specs:
-                registry.add(spec, name, distribution)
+                registry.add(spec, name, record.distribution)
             record.provides[attr] = [spec.name for spec in specs]
         self.records[name] = record
         return record
@@ -81,8 +117,9 @@ class PluginHost:
     def unregister(self, name: str) -> None:
         """Remove the plugin ``name`` and everything it registered."""
         record = self.records.pop(name)
-        self.pm.unregister(record.plugin)
-        self.registries.remove_provider(name)
+        if record.status == "active":
+            self.pm.unregister(record.plugin)
+            self.registries.remove_provider(name)
 
     def hook_names(self, plugin: Any) -> list[str]:
         """The names of the hooks ``plugin`` implements, sorted."""
@@ -107,6 +144,70 @@ class PluginHost:
                     collected.setdefault(attr, []).extend(specs)
         return collected
 
+    # -- installed plugins ---------------------------------------------------------------
+    def load_builtin(self) -> PluginRecord:
+        """Register passhost's own plugin."""
+        name, module = BUILTIN_PLUGIN
+        return self.register(importlib.import_module(module), name, builtin=True,
+                             distribution="passhost",
+                             record=PluginRecord(name, builtin=True, distribution="passhost",
+                                                 version=__version__, entry_point=module))
+
+    def load_entry_points(self, settings: LoadSettings | None = None) -> None:
+        """Load every installed plugin of the entry-point group, one at a time, in a stable
+        order, recording each one's status."""
+        settings = settings or LoadSettings.from_env()
+        if settings.trace:
+            self.pm.trace.root.setwriter(sys.stderr.write)
+            self.pm.enable_tracing()
+        for ep in discover():
+            self._load_one(ep, settings)
+
+    def _load_one(self, ep: Any, settings: LoadSettings) -> None:
+        dist = ep.dist
+        record = PluginRecord(
+            ep.name, distribution=dist.name if dist else None,
+            version=dist.version if dist else None, entry_point=ep.value,
+            module=ep.module, requires_passhost=passhost_requirement(dist))
+        if ep.name in self.records:
+            other = self.records[ep.name]
+            record.status = "error"
+            record.error = PluginFailure("PluginError", f"the plugin name {ep.name!r} is "
+                                         f"already used by {other.distribution or 'passhost'}")
+            self._keep(record, settings)
+            return
+        if settings.is_disabled(ep.name):
+            record.status = "disabled"
+        elif not is_compatible(record.requires_passhost, __version__):
+            record.status = "incompatible"
+            record.error = PluginFailure(
+                "PluginError", f"requires passhost{record.requires_passhost}, "
+                               f"this is passhost {__version__}")
+        if record.status != "active":
+            self._keep(record, settings, raise_error=record.status == "incompatible")
+            return
+        try:
+            plugin = ep.load()
+            self.register(plugin, ep.name, record=record)
+        except PluginError as err:
+            record.status, record.error = "invalid", PluginFailure.from_exception(err)
+            self._keep(record, settings, raise_error=True, cause=err)
+        except Exception as err:
+            record.status, record.error = "error", PluginFailure.from_exception(err)
+            self._keep(record, settings, raise_error=True, cause=err)
+
+    def _keep(self, record: PluginRecord, settings: LoadSettings, raise_error: bool = False,
+              cause: BaseException | None = None) -> None:
+        """Record a plugin that is not active; in strict mode, raise its failure."""
+        self.records[record.name] = record
+        if raise_error and settings.strict and record.error is not None:
+            raise PluginError(f"plugin {record.name!r} ({record.distribution}) is "
+                              f"{record.status}: {record.error.message}") from cause
+
+    def conflicts(self) -> list[tuple[str, str, tuple[str, ...]]]:
+        """``(kind, name, providers)`` for every name registered by several plugins."""
+        return self.registries.conflicts()
+
 
 def _check_specs(plugin: str, hook: str, attr: str, specs: list[Any]) -> None:
     classes = _SPEC_CLASSES[attr]
@@ -116,7 +217,7 @@ def _check_specs(plugin: str, hook: str, attr: str, specs: list[Any]) -> None:
             raise PluginError(f"plugin {plugin!r}: {hook} returned {spec!r}, expected {expected}")
 
 
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
 _HOST: PluginHost | None = None
 
 
@@ -127,9 +228,8 @@ def get_host() -> PluginHost:
         with _LOCK:
             if _HOST is None:
                 host = PluginHost()
-                name, module = BUILTIN_PLUGIN
-                host.register(importlib.import_module(module), name, builtin=True,
-                              distribution="passhost")
+                host.load_builtin()
+                host.load_entry_points()
                 _HOST = host
     return _HOST
 

@@ -1,0 +1,81 @@
+"""Which installed plugins to load: the user's settings and the entry points found.
+
+Settings come from the environment (``PASSHOST_LOAD_PLUGINS``, ``PASSHOST_DISABLE_PLUGINS``,
+``PASSHOST_STRICT_PLUGINS``, ``PASSHOST_TRACE_PLUGINS``) or from the command line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import importlib_metadata
+from attrs import frozen
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+#: The entry-point group passhost plugins are published under.
+ENTRY_POINT_GROUP = "passhost.plugins"
+
+
+def _name_list(text: str) -> frozenset[str]:
+    return frozenset(part.strip() for part in text.split(",") if part.strip())
+
+
+@frozen
+class LoadSettings:
+    """What to load: ``only`` (None = every plugin), ``disabled`` names or ``"*"``, whether
+    errors are raised (``strict``), whether hook calls are traced to stderr."""
+
+    only: frozenset[str] | None = None
+    disabled: frozenset[str] = frozenset()
+    strict: bool = False
+    trace: bool = False
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> LoadSettings:
+        """Settings from the ``PASSHOST_*_PLUGINS`` environment variables."""
+        env = os.environ if env is None else env
+        load = env.get("PASSHOST_LOAD_PLUGINS")
+        return cls(
+            only=None if load is None else _name_list(load),
+            disabled=_name_list(env.get("PASSHOST_DISABLE_PLUGINS", "")),
+            strict=env.get("PASSHOST_STRICT_PLUGINS", "") not in ("", "0"),
+            trace=env.get("PASSHOST_TRACE_PLUGINS", "") not in ("", "0"),
+        )
+
+    def is_disabled(self, name: str) -> bool:
+        """Whether the user turned the plugin ``name`` off."""
+        if self.only is not None and name not in self.only:
+            return True
+        return "*" in self.disabled or name in self.disabled
+
+
+def discover() -> list[Any]:
+    """The entry points of :data:`ENTRY_POINT_GROUP`, sorted by distribution, then name."""
+    found = importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
+
+    def key(ep: Any) -> tuple[str, str]:
+        return (canonicalize_name(ep.dist.name) if ep.dist else "", ep.name)
+
+    return sorted(found, key=key)
+
+
+def passhost_requirement(dist: Any) -> str | None:
+    """The distribution's declared requirement on passhost (specifier text), if any."""
+    for line in (dist.requires or []) if dist is not None else []:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(req.name) == "passhost" and not req.marker:
+            return str(req.specifier)
+    return None
+
+
+def is_compatible(requirement: str | None, version: str) -> bool:
+    """Whether ``version`` of passhost satisfies the specifier text ``requirement``."""
+    if not requirement:
+        return True
+    return Requirement(f"passhost{requirement}").specifier.contains(version, prereleases=True)
