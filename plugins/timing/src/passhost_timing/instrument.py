@@ -20,29 +20,22 @@ from passhost_timing.profile import (
 NOTHING_PROFILED = "no passes have been profiled, did you enable pass profiling?"
 
 
-class _Timed:
-    """A pass being timed: mutable while it runs."""
-
-    __slots__ = ("children", "end", "failed", "info", "name", "start")
-
-    def __init__(self, info: Any, start: int) -> None:
-        self.info = info
-        self.name = info.name
-        self.start = start
-        self.end: int | None = None
-        self.failed = False
-        self.children: list[_Timed] = []
+_now = time.perf_counter_ns
 
 
 class PassTimingInstrument(PassInstrument):
     """Times every pass that runs from this instrument's ``run_before_pass`` to its
     ``run_after_pass``. The profile belongs to the instrument: it is cleared when a context
     holding it is entered or exited, survives passes that raise, and is available as text
-    (:meth:`render`), data (:meth:`profile`), JSON and a Chrome trace."""
+    (:meth:`render`), data (:meth:`profile`), JSON and a Chrome trace.
+
+    While passes run, the callbacks only append ``(info, ns)`` (a pass starts) or
+    ``(info, ns, failed)`` (it ends) to a log; the tree is built when asked for.
+    """
 
     def __init__(self) -> None:
-        self._roots: list[_Timed] = []
-        self._stack: list[_Timed] = []
+        self._log: list[tuple[Any, ...]] = []
+        self._record = self._log.append
 
     # -- callbacks -----------------------------------------------------------------------
     def enter_pass_ctx(self) -> None:
@@ -54,66 +47,56 @@ class PassTimingInstrument(PassInstrument):
         self.clear()
 
     def run_before_pass(self, mod: Any, info: Any) -> None:
-        """Open a timed entry for the pass, under the pass running it."""
-        stack = self._stack
-        timed = _Timed(info, time.perf_counter_ns())
-        (stack[-1].children if stack else self._roots).append(timed)
-        stack.append(timed)
+        """Note that the pass starts."""
+        self._record((info, _now()))
 
     def run_after_pass(self, mod: Any, info: Any) -> None:
-        """Close the pass's entry."""
-        end = time.perf_counter_ns()
-        stack = self._stack
-        if stack and stack[-1].info is info:
-            stack.pop().end = end
-        else:
-            self._close(info, end, failed=False)
+        """Note that the pass ended."""
+        self._record((info, _now(), False))
 
     def run_after_pass_failed(self, mod: Any, info: Any, error: BaseException) -> None:
-        """Close the entry of a pass that raised, so later renders stay correct."""
-        self._close(info, time.perf_counter_ns(), failed=True)
-
-    def _close(self, info: Any, end: int, failed: bool) -> None:
-        """Pop entries down to the one for ``info``; entries above it never finished (an
-        instrument after this one raised before the pass ran) and are left open."""
-        stack = self._stack
-        for depth in range(len(stack) - 1, -1, -1):
-            if stack[depth].info is info:
-                timed = stack[depth]
-                del stack[depth:]
-                timed.end, timed.failed = end, failed
-                return
+        """Note that the pass ended by raising, so later renders stay correct."""
+        self._record((info, _now(), True))
 
     # -- results -------------------------------------------------------------------------
     def clear(self) -> None:
         """Forget everything profiled so far."""
-        self._roots = []
-        self._stack = []
+        self._log.clear()
 
     def profile(self) -> tuple[PassProfile, ...]:
-        """The finished passes as a tree; an entry that never finished is replaced by its
-        finished children."""
-        if not self._roots:
+        """The finished passes as a tree, in execution order.
+
+        A pass that started but never ended (an instrument after this one raised before the
+        pass could run) is left out; the passes that finished inside it take its place.
+        """
+        if not self._log:
             return ()
-        origin = self._roots[0].start
-        preorder: list[_Timed] = []
-        work = list(reversed(self._roots))
-        while work:
-            timed = work.pop()
-            preorder.append(timed)
-            work.extend(reversed(timed.children))
-        contributed: dict[int, list[PassProfile]] = {}  # children come before parents
-        for timed in reversed(preorder):
-            kids = [p for child in timed.children for p in contributed.pop(id(child))]
-            if timed.end is None:
-                contributed[id(timed)] = kids
+        origin = self._log[0][1]
+        # open entries: [info, start, children]; finished ones become PassProfiles
+        top: list[PassProfile] = []
+        stack: list[list[Any]] = []
+        for event in self._log:
+            if len(event) == 2:
+                stack.append([event[0], event[1], []])
                 continue
-            duration = (timed.end - timed.start) / 1e3
+            info, end, failed = event
+            depth = len(stack) - 1
+            while depth >= 0 and stack[depth][0] is not info:
+                depth -= 1
+            if depth < 0:
+                continue  # an end whose start was cleared
+            _, start, kids = stack[depth]
+            for unfinished in stack[depth + 1:]:  # their finished children take their place
+                kids.extend(unfinished[2])
+            del stack[depth:]
+            duration = (end - start) / 1e3
             own = duration - sum(k.duration_us for k in kids)
-            contributed[id(timed)] = [PassProfile(
-                timed.name, duration, own, (timed.start - origin) / 1e3, timed.failed,
-                tuple(kids))]
-        return tuple(p for root in self._roots for p in contributed[id(root)])
+            finished = PassProfile(info.name, duration, own, (start - origin) / 1e3, failed,
+                                   tuple(kids))
+            (stack[-1][2] if stack else top).append(finished)
+        for unfinished in stack:  # still running, or never ended: keep finished children
+            top.extend(unfinished[2])
+        return tuple(top)
 
     def render(self) -> str:
         """One line per profiled pass in TVM's format; ``""`` and a warning if none."""
