@@ -63,9 +63,10 @@ EMPTY = Dispatch(())
 
 def _bind(inst: Any) -> dict[str, Callable[..., Any]]:
     """Validate ``inst`` as a pluggy plugin of the instrument hooks; return its callbacks."""
-    name = instrument_name(inst)
     if isinstance(inst, type):
+        name = inst.__name__
         raise InstrumentError(f"instrument {name}: pass an instance ({name}()), not the class")
+    name = instrument_name(inst)
     with _VALIDATOR_LOCK:
         try:
             _VALIDATOR.register(inst, name=f"{name}@{id(inst):x}")

@@ -7,7 +7,7 @@ command line and in textual pipelines, so every option reads the same way everyw
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from attrs import field, frozen
@@ -63,13 +63,24 @@ def _check_str(value: Any) -> str:
     return value
 
 
-def _check_str_list(value: Any) -> tuple[str, ...]:
+def names(value: Iterable[str] | str | None, what: str = "name") -> tuple[str, ...]:
+    """A tuple of names: a single string is one name (not its characters), None is none;
+    anything else that is not a string raises TypeError naming ``what``."""
+    if value is None:
+        return ()
     if isinstance(value, str):
         return (value,)
     items = tuple(value)
-    if not all(isinstance(v, str) for v in items):
-        raise TypeError
+    for item in items:
+        if not isinstance(item, str):
+            raise TypeError(f"a {what} is a str, found {type(item).__name__} {item!r}")
     return items
+
+
+def _check_str_list(value: Any) -> tuple[str, ...]:
+    if value is None:
+        raise TypeError
+    return names(value)
 
 
 def _parse_str_list(text: str) -> tuple[str, ...]:

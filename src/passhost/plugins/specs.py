@@ -36,7 +36,7 @@ def create_with_options(kind: str, name: str, factory: Callable[..., Any],
     for key, value in (values or {}).items():
         opt = declared.get(key)
         if opt is None:
-            raise UnknownNameError(f"option of {kind} {name!r}", key, declared)
+            raise UnknownNameError("option", key, declared, where=f" of {kind} {name!r}")
         what = f"option of {kind} {name!r}:"
         kwargs[key] = opt.parse(value, what) if from_text else opt.check(value, what)
     return factory(**kwargs)

@@ -16,11 +16,21 @@ from passhost.transform.passes import (
     module_pass,
     prim_func_pass,
 )
+from passhost.transform.pipeline import (
+    PassElement,
+    Pipeline,
+    PipelineError,
+    SequentialElement,
+    build_pipeline,
+    format_pipeline,
+    parse_pipeline,
+)
 from passhost.transform.print_ir import PrintIR
 from passhost.transform.registry import get_pass, list_passes, pass_spec
 
 __all__ = [
-    "IMMUTABLE_MODULE", "FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo",
-    "PrimFuncPass", "PrintIR", "Sequential", "function_pass", "get_pass", "list_passes",
-    "module_pass", "pass_spec", "prim_func_pass",
+    "IMMUTABLE_MODULE", "FunctionPass", "ModulePass", "Pass", "PassContext", "PassElement",
+    "PassInfo", "Pipeline", "PipelineError", "PrimFuncPass", "PrintIR", "Sequential",
+    "SequentialElement", "build_pipeline", "format_pipeline", "function_pass", "get_pass",
+    "list_passes", "module_pass", "parse_pipeline", "pass_spec", "prim_func_pass",
 ]

@@ -177,9 +177,8 @@ class PassContext:
                     if answer is not True and not _as_bool(answer, dispatch, fn, info):
                         run = False
             except Exception as err:
-                if not isinstance(err, _ShouldRunTypeError):
-                    note_callback(err, instrument_name(dispatch.owner(fn)), "should_run",
-                                  info.name)
+                note_callback(err, instrument_name(dispatch.owner(fn)), "should_run",
+                              info.name)
                 raise
             if not run:
                 return mod
@@ -211,14 +210,10 @@ class PassContext:
         return out
 
 
-class _ShouldRunTypeError(TypeError):
-    """should_run returned something other than a bool (rule 11)."""
-
-
 def _as_bool(answer: Any, dispatch: Dispatch, fn: Any, info: Any) -> bool:
     if answer is False or (type(answer) is int and answer in (0, 1)):
         return bool(answer)
-    raise _ShouldRunTypeError(
+    raise TypeError(
         f"{instrument_name(dispatch.owner(fn))}.should_run must return a bool for pass "
         f"{info.name}, returned {type(answer).__name__} {answer!r}")
 

@@ -6,18 +6,12 @@ from collections.abc import Iterable
 
 from attrs import field, frozen
 
+from passhost.plugins.options import names
+
 
 def pass_names(value: Iterable[str] | str | None) -> tuple[str, ...]:
     """A tuple of pass names; a single string is one name, None is none."""
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    names = tuple(value)
-    for name in names:
-        if not isinstance(name, str):
-            raise TypeError(f"a pass name is a str, found {type(name).__name__} {name!r}")
-    return names
+    return names(value, "pass name")
 
 
 def _check_opt_level(_info: object, _attr: object, value: object) -> None:

@@ -66,12 +66,12 @@ class ModulePass(Pass):
 class _PerFunctionPass(Pass):
     """A pass applied to each function of one kind: ``func(f, mod, ctx) -> f'``."""
 
-    __slots__ = ("_func",)
-    _kind: type = BaseFunc
+    __slots__ = ("_func", "_kind")
 
     def __init__(self, func: Callable[[Any, IRModule, PassContext], Any], info: PassInfo) -> None:
         self._func = func
         self.info = info
+        self._kind: type = BaseFunc
 
     def _selects(self, func: BaseFunc) -> bool:
         return isinstance(func, self._kind)

@@ -1,0 +1,1053 @@
+"""The pass-instrument protocol, rules 1-22 of shared/spec/pass-instruments.md.
+
+Every test states the whole event sequence (see tests/passlog.py for the notation) and
+compares it at once. The last tests port the exception cells In[10]-In[18] of TVM's
+pass-instrument tutorial (shared/seeds/001_*.txt) and check instrument validation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pluggy
+import pytest
+
+import passhost
+from passhost.errors import InstrumentError
+from passhost.instrument import PassInstrument, dispatch, pass_instrument
+from passhost.plugins import hookimpl
+from passhost.plugins.hookspecs import InstrumentHooks
+from passhost.transform import PassContext, PassInfo, Sequential, module_pass
+from passlog import (
+    Boom,
+    check_and_reset_contexts,
+    instrument,
+    logged_pass,
+    make_module,
+)
+
+
+@pytest.fixture(autouse=True)
+def clean_contexts():
+    """Every test must leave the PassContext stack and the default context clean."""
+    yield
+    check_and_reset_contexts()
+
+
+@pytest.fixture
+def mod():
+    return make_module()
+
+
+def three(log, bad=None, *, raises=(), raise_on=None, callbacks=None):
+    """Instruments i1, i2, i3; ``bad`` (a name) gets ``raises``."""
+    extra = {} if callbacks is None else {"callbacks": callbacks}
+    return [instrument(n, log, raises=raises if n == bad else (), raise_on=raise_on, **extra)
+            for n in ("i1", "i2", "i3")]
+
+
+# -- A. call order -------------------------------------------------------------------------
+
+def test_rule1_enter_in_list_order_then_current_exit_after_pop_in_list_order():
+    log = []
+    holder = {}
+
+    class Probe(PassInstrument):
+        def enter_pass_ctx(self):
+            log.append(f"probe.enter current={PassContext.current() is holder['ctx']}")
+
+        def exit_pass_ctx(self):
+            log.append(f"probe.exit current={PassContext.current() is holder['ctx']}")
+
+    ctx = PassContext(instruments=[instrument("i1", log), Probe(), instrument("i2", log)])
+    holder["ctx"] = ctx
+    with ctx as entered:
+        log.append(f"with-body current={PassContext.current() is ctx}")
+    assert entered is ctx
+    assert log == ["i1.enter", "probe.enter current=False", "i2.enter",
+                   "with-body current=True",
+                   "i1.exit", "probe.exit current=False", "i2.exit"]
+
+
+def test_rule2_two_instruments_trace(mod):
+    log = []
+    a = logged_pass("A", log)
+    with PassContext(instruments=[instrument("i1", log), instrument("i2", log)]):
+        a(mod)
+    assert log == ["i1.enter", "i2.enter",
+                   "i1.should_run(A)", "i2.should_run(A)", "i1.before(A)", "i2.before(A)",
+                   "A:body", "i1.after(A)", "i2.after(A)",
+                   "i1.exit", "i2.exit"]
+
+
+def test_rule2_three_instruments_two_passes(mod):
+    log = []
+    a, b = logged_pass("A", log), logged_pass("B", log)
+    with PassContext(instruments=three(log)):
+        b(a(mod))
+    assert log == ["i1.enter", "i2.enter", "i3.enter",
+                   "i1.should_run(A)", "i2.should_run(A)", "i3.should_run(A)",
+                   "i1.before(A)", "i2.before(A)", "i3.before(A)", "A:body",
+                   "i1.after(A)", "i2.after(A)", "i3.after(A)",
+                   "i1.should_run(B)", "i2.should_run(B)", "i3.should_run(B)",
+                   "i1.before(B)", "i2.before(B)", "i3.before(B)", "B:body",
+                   "i1.after(B)", "i2.after(B)", "i3.after(B)",
+                   "i1.exit", "i2.exit", "i3.exit"]
+
+
+def test_rule2_before_gets_input_after_gets_returned_module(mod):
+    seen = []
+
+    @pass_instrument
+    class Modules:
+        def should_run(self, m, info):
+            seen.append(("should_run", m))
+            return True
+
+        def run_before_pass(self, m, info):
+            seen.append(("before", m))
+
+        def run_after_pass(self, m, info):
+            seen.append(("after", m))
+
+    a = logged_pass("A", [])
+    with PassContext(instruments=[Modules()]):
+        out = a(mod)
+    assert out is not mod
+    assert [(k, m is mod, m is out) for k, m in seen] == [
+        ("should_run", True, False), ("before", True, False), ("after", False, True)]
+
+
+def test_rule3_sequential_is_a_pass_wrapping_its_children(mod):
+    log = []
+    seq = Sequential([logged_pass("A", log), logged_pass("B", log)])
+    assert seq.info == PassInfo(0, "sequential")
+    with PassContext(instruments=[instrument("i1", log), instrument("i2", log)]):
+        seq(mod)
+    assert log == ["i1.enter", "i2.enter",
+                   "i1.should_run(sequential)", "i2.should_run(sequential)",
+                   "i1.before(sequential)", "i2.before(sequential)",
+                   "i1.should_run(A)", "i2.should_run(A)", "i1.before(A)", "i2.before(A)",
+                   "A:body", "i1.after(A)", "i2.after(A)",
+                   "i1.should_run(B)", "i2.should_run(B)", "i1.before(B)", "i2.before(B)",
+                   "B:body", "i1.after(B)", "i2.after(B)",
+                   "i1.after(sequential)", "i2.after(sequential)",
+                   "i1.exit", "i2.exit"]
+
+
+def test_rule3_empty_sequential_still_gets_callbacks(mod):
+    log = []
+    with PassContext(instruments=[instrument("i1", log)]):
+        out = Sequential([])(mod)
+    assert out is mod
+    assert log == ["i1.enter", "i1.should_run(sequential)", "i1.before(sequential)",
+                   "i1.after(sequential)", "i1.exit"]
+
+
+def test_rule3_nested_sequential_recurses(mod):
+    log = []
+    inner = Sequential([logged_pass("B", log), logged_pass("C", log)], name="inner")
+    outer = Sequential([logged_pass("A", log), inner, logged_pass("D", log)], name="outer")
+    with PassContext(instruments=[instrument("i1", log)]):
+        outer(mod)
+    assert log == ["i1.enter",
+                   "i1.should_run(outer)", "i1.before(outer)",
+                   "i1.should_run(A)", "i1.before(A)", "A:body", "i1.after(A)",
+                   "i1.should_run(inner)", "i1.before(inner)",
+                   "i1.should_run(B)", "i1.before(B)", "B:body", "i1.after(B)",
+                   "i1.should_run(C)", "i1.before(C)", "C:body", "i1.after(C)",
+                   "i1.after(inner)",
+                   "i1.should_run(D)", "i1.before(D)", "D:body", "i1.after(D)",
+                   "i1.after(outer)",
+                   "i1.exit"]
+
+
+def test_rule4_passes_called_in_a_pass_body_nest_strictly(mod):
+    log = []
+    infer = logged_pass("InferType", log)
+    fold = logged_pass("FoldConstant", log, calls=[infer])
+    scale = logged_pass("FoldScaleAxis", log, calls=[fold, infer])
+    with PassContext(instruments=[instrument("i1", log), instrument("i2", log)]):
+        scale(mod)
+    assert log == [
+        "i1.enter", "i2.enter",
+        "i1.should_run(FoldScaleAxis)", "i2.should_run(FoldScaleAxis)",
+        "i1.before(FoldScaleAxis)", "i2.before(FoldScaleAxis)", "FoldScaleAxis:body",
+        "i1.should_run(FoldConstant)", "i2.should_run(FoldConstant)",
+        "i1.before(FoldConstant)", "i2.before(FoldConstant)", "FoldConstant:body",
+        "i1.should_run(InferType)", "i2.should_run(InferType)",
+        "i1.before(InferType)", "i2.before(InferType)", "InferType:body",
+        "i1.after(InferType)", "i2.after(InferType)",
+        "i1.after(FoldConstant)", "i2.after(FoldConstant)",
+        "i1.should_run(InferType)", "i2.should_run(InferType)",
+        "i1.before(InferType)", "i2.before(InferType)", "InferType:body",
+        "i1.after(InferType)", "i2.after(InferType)",
+        "i1.after(FoldScaleAxis)", "i2.after(FoldScaleAxis)",
+        "i1.exit", "i2.exit"]
+
+
+def test_rule5_inner_with_inherits_nothing(mod):
+    log = []
+    a = logged_pass("A", log, opt_level=3)
+    y = logged_pass("Y", log)
+    outer = PassContext(opt_level=3, required_pass=["X"], disabled_pass=["Y"],
+                        instruments=[instrument("o", log)],
+                        config={"testing.immutable_module": True})
+    with outer:
+        a(mod)
+        with PassContext(instruments=[instrument("n", log)]) as inner:
+            assert (inner.opt_level, inner.required_pass, inner.disabled_pass,
+                    dict(inner.config)) == (2, (), (), {})
+            assert inner.get_config("testing.immutable_module") is False
+            Sequential([a, y])(mod)  # opt_level 2 gates A out; Y is not disabled here
+        a(mod)
+    assert log == ["o.enter",
+                   "o.should_run(A)", "o.before(A)", "A:body", "o.after(A)",
+                   "n.enter",
+                   "n.should_run(sequential)", "n.before(sequential)",
+                   "n.should_run(Y)", "n.before(Y)", "Y:body", "n.after(Y)",
+                   "n.after(sequential)",
+                   "n.exit",
+                   "o.should_run(A)", "o.before(A)", "A:body", "o.after(A)",
+                   "o.exit"]
+
+
+def test_rule5_context_built_but_never_entered_has_no_effect(mod):
+    log = []
+    a = logged_pass("A", log, opt_level=3)
+    built = PassContext(opt_level=3, disabled_pass=["B"],
+                        instruments=[instrument("i1", log)])
+    Sequential([a, logged_pass("B", log)])(mod)  # default opt_level 2: A gated out
+    a(mod)
+    assert PassContext.current() is not built
+    assert log == ["B:body", "A:body"]
+
+
+def test_rule6_reentering_a_context_calls_enter_and_exit_again(mod):
+    log = []
+    a = logged_pass("A", log)
+    ctx = PassContext(instruments=[instrument("i1", log)])
+    with ctx:
+        with ctx:
+            a(mod)
+        assert PassContext.current() is ctx
+        a(mod)
+    assert log == ["i1.enter", "i1.enter",
+                   "i1.should_run(A)", "i1.before(A)", "A:body", "i1.after(A)",
+                   "i1.exit",
+                   "i1.should_run(A)", "i1.before(A)", "A:body", "i1.after(A)",
+                   "i1.exit"]
+
+
+def test_rule6_instrument_listed_twice_gets_every_callback_twice(mod):
+    log = []
+    i1 = instrument("i1", log)
+    with PassContext(instruments=[i1, i1]) as ctx:
+        logged_pass("A", log)(mod)
+    assert ctx.instruments == (i1, i1)
+    assert log == ["i1.enter", "i1.enter",
+                   "i1.should_run(A)", "i1.should_run(A)", "i1.before(A)", "i1.before(A)",
+                   "A:body", "i1.after(A)", "i1.after(A)",
+                   "i1.exit", "i1.exit"]
+
+
+def test_rule7_missing_callbacks_are_not_called_missing_should_run_is_true(mod):
+    log = []
+    instruments = [instrument("after_only", log, callbacks=["run_after_pass"]),
+                   instrument("should_run_only", log, callbacks=["should_run"]),
+                   instrument("ctx_only", log, callbacks=["enter_pass_ctx", "exit_pass_ctx"]),
+                   instrument("before_only", log, callbacks=["run_before_pass"]),
+                   type("nothing", (PassInstrument,), {})()]
+    with PassContext(instruments=instruments):
+        logged_pass("A", log)(mod)
+    assert log == ["ctx_only.enter", "should_run_only.should_run(A)", "before_only.before(A)",
+                   "A:body", "after_only.after(A)", "ctx_only.exit"]
+
+
+def test_rule7_without_should_run_a_pass_always_runs(mod):
+    log = []
+    with PassContext(instruments=[instrument("i1", log, callbacks=["run_before_pass"])]):
+        logged_pass("A", log)(mod)
+    assert log == ["i1.before(A)", "A:body"]
+
+
+def test_rule7_pass_call_takes_only_the_module(mod):
+    a = logged_pass("A", [])
+    with pytest.raises(TypeError):
+        a(mod, PassContext.current())
+
+
+# -- B. should_run -------------------------------------------------------------------------
+
+def test_rule8_one_false_skips_for_everyone_without_short_circuit(mod):
+    log = []
+    instruments = [instrument("i1", log),
+                   instrument("i2", log, answer=lambda info: info.name != "A"),
+                   instrument("i3", log)]
+    a, b = logged_pass("A", log), logged_pass("B", log)
+    with PassContext(instruments=instruments):
+        out_a = a(mod)
+        out_b = b(mod)
+    assert out_a is mod  # the input module object itself
+    assert out_b is not mod
+    assert log == ["i1.enter", "i2.enter", "i3.enter",
+                   "i1.should_run(A)", "i2.should_run(A)", "i3.should_run(A)",
+                   "i1.should_run(B)", "i2.should_run(B)", "i3.should_run(B)",
+                   "i1.before(B)", "i2.before(B)", "i3.before(B)", "B:body",
+                   "i1.after(B)", "i2.after(B)", "i3.after(B)",
+                   "i1.exit", "i2.exit", "i3.exit"]
+
+
+def test_rule9_skipping_a_sequential_skips_its_children_unasked(mod):
+    log = []
+    seq = Sequential([logged_pass("A", log), logged_pass("B", log)])
+    skipper = instrument("i1", log, answer=lambda info: info.name != "sequential")
+    with PassContext(instruments=[skipper, instrument("i2", log)]):
+        out = seq(mod)
+    assert out is mod
+    assert log == ["i1.enter", "i2.enter",
+                   "i1.should_run(sequential)", "i2.should_run(sequential)",
+                   "i1.exit", "i2.exit"]
+
+
+def test_rule9_skipping_a_child_skips_only_that_child(mod):
+    log = []
+    seq = Sequential([logged_pass("A", log), logged_pass("B", log), logged_pass("C", log)])
+    with PassContext(instruments=[instrument("i1", log, answer=lambda i: i.name != "B")]):
+        seq(mod)
+    assert log == ["i1.enter",
+                   "i1.should_run(sequential)", "i1.before(sequential)",
+                   "i1.should_run(A)", "i1.before(A)", "A:body", "i1.after(A)",
+                   "i1.should_run(B)",
+                   "i1.should_run(C)", "i1.before(C)", "C:body", "i1.after(C)",
+                   "i1.after(sequential)",
+                   "i1.exit"]
+
+
+def test_rule10_required_pass_bypasses_should_run_but_not_before_after(mod):
+    log = []
+    a, b = logged_pass("A", log), logged_pass("B", log)
+    # should_run says no to everything but the Sequential: A runs anyway, B does not
+    i1 = instrument("i1", log, answer=lambda info: info.name == "sequential")
+    with PassContext(required_pass=["A"], instruments=[i1]):
+        a(mod)
+        b(mod)
+        Sequential([a, b])(mod)
+    assert log == ["i1.enter",
+                   "i1.before(A)", "A:body", "i1.after(A)",
+                   "i1.should_run(B)",
+                   "i1.should_run(sequential)", "i1.before(sequential)",
+                   "i1.before(A)", "A:body", "i1.after(A)",
+                   "i1.should_run(B)",
+                   "i1.after(sequential)",
+                   "i1.exit"]
+
+
+@pytest.mark.parametrize("answer", [None, "yes", "", [], [True], 2, 1.0],
+                         ids=["None", "str", "empty-str", "empty-list", "list", "2", "float"])
+def test_rule11_should_run_must_return_a_bool(mod, answer):
+    log = []
+    instruments = [instrument("i1", log), instrument("Picky", log, answer=answer),
+                   instrument("i3", log)]
+    with pytest.raises(TypeError) as info, PassContext(instruments=instruments):
+        logged_pass("FoldConstant", log)(mod)
+    message = str(info.value)
+    assert message.startswith("Picky.should_run must return a bool for pass FoldConstant, "
+                              f"returned {type(answer).__name__}")
+    assert log == ["i1.enter", "Picky.enter", "i3.enter",
+                   "i1.should_run(FoldConstant)", "Picky.should_run(FoldConstant)",
+                   "i1.exit", "Picky.exit", "i3.exit"]
+
+
+@pytest.mark.parametrize(("answer", "runs"), [(True, True), (False, False), (1, True),
+                                              (0, False)])
+def test_rule11_bools_and_0_1_are_accepted(mod, answer, runs):
+    log = []
+    with PassContext(instruments=[instrument("i1", log, callbacks=["should_run"],
+                                             answer=answer)]):
+        out = logged_pass("A", log)(mod)
+    assert (out is not mod) is runs
+    assert log == ["i1.should_run(A)", "A:body"] if runs else ["i1.should_run(A)"]
+
+
+def test_rule12_skipped_passes_reach_no_before_after_observer(mod):
+    # A timer, printer or dumper only sees run_before_pass/run_after_pass: even listed
+    # before the instrument that says no, it never hears of the skipped pass.
+    log = []
+    timer = instrument("timer", log, callbacks=["run_before_pass", "run_after_pass"])
+    skipper = instrument("skip", log, callbacks=["should_run"],
+                         answer=lambda info: info.name != "A")
+    seq = Sequential([logged_pass("A", log), logged_pass("B", log)])
+    with PassContext(instruments=[timer, skipper]):
+        seq(mod)
+    assert log == ["skip.should_run(sequential)", "timer.before(sequential)",
+                   "skip.should_run(A)",
+                   "skip.should_run(B)", "timer.before(B)", "B:body", "timer.after(B)",
+                   "timer.after(sequential)"]
+
+
+# -- C. exceptions -------------------------------------------------------------------------
+
+def test_rule13_enter_raises_unwinds_in_reverse_and_clears_for_good(mod):
+    log = []
+    instruments = [instrument(n, log, raises=["enter"] if n == "i3" else ())
+                   for n in ("i1", "i2", "i3", "i4")]
+    ctx = PassContext(instruments=instruments)
+    with pytest.raises(Boom, match=r"^i3 bad enter") as info, ctx:
+        log.append("with-body")
+    assert log == ["i1.enter", "i2.enter", "i3.enter", "i2.exit", "i1.exit"]
+    assert info.value.__notes__ == ["in i3.enter_pass_ctx"]
+    assert ctx.instruments == ()
+    assert PassContext.current() is not ctx
+    # entered again later: no instruments any more
+    log.clear()
+    with ctx:
+        assert PassContext.current() is ctx
+        logged_pass("A", log)(mod)
+    ctx.override_instruments([])
+    assert log == ["A:body"]
+
+
+def test_rule14_should_run_raises(mod):
+    log = []
+    ctx = PassContext(instruments=three(log, "i2", raises=["should_run"]))
+    with pytest.raises(Boom, match=r"^i2 bad should_run") as info, ctx:
+        logged_pass("A", log)(mod)
+    assert log == ["i1.enter", "i2.enter", "i3.enter",
+                   "i1.should_run(A)", "i2.should_run(A)",
+                   "i1.exit", "i2.exit", "i3.exit"]
+    assert info.value.__notes__ == ["in i2.should_run for pass A"]
+    assert len(ctx.instruments) == 3  # not cleared
+
+
+def test_rule15_run_before_pass_raises(mod):
+    log = []
+    ctx = PassContext(instruments=three(log, "i2", raises=["before"]))
+    with pytest.raises(Boom, match=r"^i2 bad before") as info, ctx:
+        logged_pass("A", log)(mod)
+    assert log == ["i1.enter", "i2.enter", "i3.enter",
+                   "i1.should_run(A)", "i2.should_run(A)", "i3.should_run(A)",
+                   "i1.before(A)", "i2.before(A)",
+                   "i1.exit", "i2.exit", "i3.exit"]
+    assert info.value.__notes__ == ["in i2.run_before_pass for pass A"]
+    # not cleared: entering again enters all three
+    log.clear()
+    with ctx:
+        pass
+    assert log == ["i1.enter", "i2.enter", "i3.enter", "i1.exit", "i2.exit", "i3.exit"]
+
+
+def test_rule16_run_after_pass_raises_result_lost(mod):
+    log = []
+    result = []
+    ctx = PassContext(instruments=three(log, "i2", raises=["after"]))
+    with pytest.raises(Boom, match=r"^i2 bad after") as info, ctx:
+        result.append(logged_pass("A", log)(mod))
+    assert result == []
+    assert log == ["i1.enter", "i2.enter", "i3.enter",
+                   "i1.should_run(A)", "i2.should_run(A)", "i3.should_run(A)",
+                   "i1.before(A)", "i2.before(A)", "i3.before(A)",
+                   "A:body", "i1.after(A)", "i2.after(A)",
+                   "i1.exit", "i2.exit", "i3.exit"]
+    assert info.value.__notes__ == ["in i2.run_after_pass for pass A"]
+    assert len(ctx.instruments) == 3
+
+
+def test_rule16_run_after_pass_raises_inside_a_sequential(mod):
+    log = []
+    seq = Sequential([logged_pass("A", log), logged_pass("B", log)])
+    instruments = [instrument("i1", log),
+                   instrument("i2", log, raises=["after"], raise_on="A")]
+    with pytest.raises(Boom) as info, PassContext(instruments=instruments):
+        seq(mod)
+    assert log == ["i1.enter", "i2.enter",
+                   "i1.should_run(sequential)", "i2.should_run(sequential)",
+                   "i1.before(sequential)", "i2.before(sequential)",
+                   "i1.should_run(A)", "i2.should_run(A)", "i1.before(A)", "i2.before(A)",
+                   "A:body", "i1.after(A)", "i2.after(A)",
+                   "i1.exit", "i2.exit"]
+    assert info.value.__notes__ == ["in i2.run_after_pass for pass A inside sequential"]
+
+
+def test_rule17_body_raises_no_after_for_it_or_any_enclosing_pass(mod):
+    log = []
+    seq = Sequential([logged_pass("A", log, raises=Boom("A failed")), logged_pass("B", log)])
+    outer = logged_pass("Outer", log, calls=[seq])
+    with pytest.raises(Boom, match=r"^A failed") as info, \
+            PassContext(instruments=[instrument("i1", log)]):
+        outer(mod)
+    assert log == ["i1.enter",
+                   "i1.should_run(Outer)", "i1.before(Outer)", "Outer:body",
+                   "i1.should_run(sequential)", "i1.before(sequential)",
+                   "i1.should_run(A)", "i1.before(A)", "A:body",
+                   "i1.exit"]
+    assert info.value.__notes__ == ["while running pass A inside sequential inside Outer"]
+
+
+def test_rule18_exit_raises_after_pop_later_exits_skipped_list_cleared(mod):
+    log = []
+    holder = {}
+
+    class Probe(PassInstrument):
+        def exit_pass_ctx(self):
+            log.append(f"probe.exit current={PassContext.current() is holder['ctx']}")
+
+    ctx = PassContext(instruments=[Probe(), *three(log, "i2", raises=["exit"])])
+    holder["ctx"] = ctx
+    with pytest.raises(Boom, match=r"^i2 bad exit") as info, ctx:
+        logged_pass("A", log)(mod)
+    assert log == ["i1.enter", "i2.enter", "i3.enter",
+                   "i1.should_run(A)", "i2.should_run(A)", "i3.should_run(A)",
+                   "i1.before(A)", "i2.before(A)", "i3.before(A)",
+                   "A:body", "i1.after(A)", "i2.after(A)", "i3.after(A)",
+                   "probe.exit current=False", "i1.exit", "i2.exit"]
+    assert info.value.__notes__ == ["in i2.exit_pass_ctx"]
+    assert ctx.instruments == ()
+    assert PassContext.current() is not ctx
+
+
+_ENTERED = ["i1.enter", "i2.enter", "i3.enter"]
+_ASKED = ["i1.should_run(A)", "i2.should_run(A)", "i3.should_run(A)"]
+_BEFORE = ["i1.before(A)", "i2.before(A)", "i3.before(A)"]
+
+
+@pytest.mark.parametrize(("where", "expected"), [
+    ("should_run", [*_ENTERED, "i1.should_run(A)", "i2.should_run(A)"]),
+    ("before", [*_ENTERED, *_ASKED, "i1.before(A)", "i2.before(A)"]),
+    ("after", [*_ENTERED, *_ASKED, *_BEFORE, "A:body", "i1.after(A)", "i2.after(A)"]),
+    ("body", [*_ENTERED, *_ASKED, *_BEFORE, "A:body"]),
+])
+def test_rule19_without_with_failures_exit_nothing_clear_nothing(mod, where, expected):
+    log = []
+    instruments = three(log, "i2", raises=[] if where == "body" else [where])
+    a = logged_pass("A", log, raises=Boom("A failed") if where == "body" else None)
+    ctx = PassContext.current()
+    ctx.override_instruments(instruments)
+    try:
+        with pytest.raises(Boom):
+            a(mod)
+        assert log == expected
+        assert ctx.instruments == tuple(instruments)
+        assert PassContext.current() is ctx
+    finally:
+        log.clear()
+        ctx.override_instruments([])
+    assert log == ["i1.exit", "i2.exit", "i3.exit"]
+
+
+def test_rule20_override_old_exit_raises_new_never_entered():
+    log = []
+    ctx = PassContext(instruments=three(log, "i2", raises=["exit"]))
+    new = [instrument("n1", log)]
+    with pytest.raises(Boom, match=r"^i2 bad exit") as info:
+        ctx.override_instruments(new)
+    assert log == ["i1.exit", "i2.exit"]
+    assert info.value.__notes__ == ["in i2.exit_pass_ctx"]
+    assert ctx.instruments == ()
+
+
+def test_rule20_override_new_enter_raises_entered_ones_exit_in_reverse():
+    log = []
+    ctx = PassContext(instruments=[instrument("old", log)])
+    new = [instrument("n1", log), instrument("n2", log),
+           instrument("n3", log, raises=["enter"]), instrument("n4", log)]
+    with pytest.raises(Boom, match=r"^n3 bad enter") as info:
+        ctx.override_instruments(new)
+    assert log == ["old.exit", "n1.enter", "n2.enter", "n3.enter", "n2.exit", "n1.exit"]
+    assert info.value.__notes__ == ["in n3.enter_pass_ctx"]
+    assert ctx.instruments == ()
+
+
+def test_rule20_override_on_default_context_enter_raises(mod):
+    log = []
+    ctx = PassContext.current()
+    with pytest.raises(Boom):
+        ctx.override_instruments([instrument("n1", log), instrument("n2", log,
+                                                                     raises=["enter"])])
+    assert ctx.instruments == ()
+    logged_pass("A", log)(mod)
+    assert log == ["n1.enter", "n2.enter", "n1.exit", "A:body"]
+
+
+class CustomError(Exception):
+    """An exception with its own fields: they must reach the caller untouched."""
+
+    def __init__(self, code):
+        super().__init__(f"code {code}")
+        self.code = code
+
+
+@pytest.mark.parametrize("with_instruments", [False, True])
+def test_rule21_exception_keeps_type_and_value_with_pass_chain_note(mod, with_instruments):
+    error = CustomError(7)
+    infer = logged_pass("InferType", [], raises=error)
+    fold = logged_pass("FoldConstant", [], calls=[infer])
+    scale = logged_pass("FoldScaleAxis", [], calls=[fold])
+    instruments = [instrument("i1", [])] if with_instruments else []
+    with pytest.raises(CustomError) as info, PassContext(instruments=instruments):
+        scale(mod)
+    assert info.value is error
+    assert info.value.code == 7
+    assert str(info.value) == "code 7"
+    assert error.__notes__ == [
+        "while running pass InferType inside FoldConstant inside FoldScaleAxis"]
+
+
+@pytest.mark.parametrize("exc", [KeyError("k"), IndexError(3), ZeroDivisionError("z"),
+                                 RecursionError("deep")], ids=lambda e: type(e).__name__)
+def test_rule21_builtin_exception_types_are_not_turned_into_runtime_error(mod, exc):
+    with pytest.raises(type(exc)) as info, PassContext(instruments=[instrument("i1", [])]):
+        Sequential([logged_pass("A", [], raises=exc)], name="Outer")(mod)
+    assert info.value is exc
+    assert exc.__notes__ == ["while running pass A inside Outer"]
+
+
+@pytest.mark.parametrize(("where", "note"), [
+    ("enter", "in i2.enter_pass_ctx"),
+    ("should_run", "in i2.should_run for pass InferType inside FoldConstant"),
+    ("before", "in i2.run_before_pass for pass InferType inside FoldConstant"),
+    ("after", "in i2.run_after_pass for pass InferType inside FoldConstant"),
+    ("exit", "in i2.exit_pass_ctx"),
+])
+def test_rule21_callback_errors_note_the_instrument_and_callback(mod, where, note):
+    fold = logged_pass("FoldConstant", [], calls=[logged_pass("InferType", [])])
+    instruments = three([], "i2", raises=[where],
+                        raise_on=None if where in ("enter", "exit") else "InferType")
+    with pytest.raises(Boom, match=rf"^i2 bad {where}") as info, \
+            PassContext(instruments=instruments):
+        fold(mod)
+    assert info.value.__notes__ == [note]
+
+
+def test_rule22_run_after_pass_failed_at_each_level_only_where_defined(mod):
+    log = []
+    errors = []
+
+    class Watcher(PassInstrument):
+        def run_after_pass_failed(self, m, info, error):
+            errors.append((info.name, m is mod, error))
+
+    error = Boom("A failed")
+    seq = Sequential([logged_pass("A", log, raises=error), logged_pass("B", log)])
+    with_failed = instrument("i1", log, callbacks=[
+        "should_run", "run_before_pass", "run_after_pass", "run_after_pass_failed"])
+    tvm_only = instrument("i2", log)
+    with pytest.raises(Boom) as info, \
+            PassContext(instruments=[with_failed, tvm_only, Watcher()]):
+        seq(mod)
+    assert info.value is error
+    assert log == ["i2.enter",
+                   "i1.should_run(sequential)", "i2.should_run(sequential)",
+                   "i1.before(sequential)", "i2.before(sequential)",
+                   "i1.should_run(A)", "i2.should_run(A)", "i1.before(A)", "i2.before(A)",
+                   "A:body",
+                   "i1.failed(A:Boom)",
+                   "i1.failed(sequential:Boom)",
+                   "i2.exit"]
+    assert errors == [("A", True, error), ("sequential", True, error)]
+    assert error.__notes__ == ["while running pass A inside sequential"]
+
+
+def test_rule22_no_failed_callback_for_a_pass_whose_body_never_ran(mod):
+    log = []
+    callbacks = ["run_before_pass", "run_after_pass", "run_after_pass_failed"]
+    instruments = [instrument("i1", log, callbacks=callbacks),
+                   instrument("i2", log, callbacks=callbacks, raises=["before"],
+                              raise_on="A")]
+    seq = Sequential([logged_pass("A", log)])
+    with pytest.raises(Boom), PassContext(instruments=instruments):
+        seq(mod)
+    # A's body never ran: no failed(A); the Sequential's body raised: failed(sequential)
+    assert log == ["i1.before(sequential)", "i2.before(sequential)",
+                   "i1.before(A)", "i2.before(A)",
+                   "i1.failed(sequential:Boom)", "i2.failed(sequential:Boom)"]
+
+
+def test_rule22_a_raising_failed_callback_replaces_the_error_and_stops_the_others(mod):
+    log = []
+    callbacks = ["run_after_pass_failed"]
+    instruments = [instrument("i1", log, callbacks=callbacks, raises=["failed"]),
+                   instrument("i2", log, callbacks=callbacks)]
+    original = Boom("A failed")
+    with pytest.raises(Boom) as info, PassContext(instruments=instruments):
+        logged_pass("A", log, raises=original)(mod)
+    assert info.value is not original
+    assert info.value.__context__ is original
+    assert log == ["A:body", "i1.failed(A:Boom)"]
+
+
+# -- instrument styles and validation ------------------------------------------------------
+
+def test_pluggy_style_instrument_with_a_subset_of_arguments(mod):
+    log = []
+
+    class Recorder:
+        @hookimpl
+        def passhost_enter_pass_ctx(self):
+            log.append("rec.enter")
+
+        @hookimpl
+        def passhost_should_run(self, info):
+            log.append(f"rec.should_run({info.name})")
+            return True
+
+        @hookimpl
+        def passhost_run_before_pass(self, mod):
+            log.append(f"rec.before(mod={type(mod).__name__})")
+
+        @hookimpl
+        def passhost_run_after_pass(self, info):
+            log.append(f"rec.after({info.name})")
+
+        @hookimpl
+        def passhost_run_after_pass_failed(self, error, info):
+            log.append(f"rec.failed({info.name}:{error})")
+
+    with PassContext(instruments=[instrument("i1", log), Recorder()]):
+        logged_pass("A", log)(mod)
+        with pytest.raises(Boom):
+            logged_pass("B", log, raises=Boom("b"))(mod)
+    assert log == ["i1.enter", "rec.enter",
+                   "i1.should_run(A)", "rec.should_run(A)",
+                   "i1.before(A)", "rec.before(mod=IRModule)",
+                   "A:body", "i1.after(A)", "rec.after(A)",
+                   "i1.should_run(B)", "rec.should_run(B)",
+                   "i1.before(B)", "rec.before(mod=IRModule)", "B:body", "rec.failed(B:b)",
+                   "i1.exit"]
+
+
+def test_pluggy_style_module_level_functions_as_an_instrument(mod):
+    log = []
+
+    class Namespace:  # the hooks as static functions: no self argument
+        @staticmethod
+        @hookimpl
+        def passhost_run_after_pass(mod, info):
+            log.append(f"ns.after({info.name})")
+
+    with PassContext(instruments=[Namespace()]):
+        logged_pass("A", log)(mod)
+    assert log == ["A:body", "ns.after(A)"]
+
+
+def test_decorated_instrument_keeps_name_and_constructor(mod):
+    log = []
+
+    @pass_instrument
+    class Counter:
+        """Counts passes."""
+
+        def __init__(self, start, *, step=1):
+            self.count = start
+            self.step = step
+
+        def run_after_pass(self, m, info):
+            self.count += self.step
+            log.append(f"count={self.count}")
+
+    counter = Counter(10, step=5)
+    assert isinstance(counter, PassInstrument)
+    assert type(counter).__name__ == "Counter"
+    assert counter.name == "Counter"
+    assert Counter.__doc__ == "Counts passes."
+    assert pass_instrument(Counter) is Counter
+    assert pass_instrument()(Counter) is Counter
+    with PassContext(instruments=[counter]):
+        logged_pass("A", log)(mod)
+    assert log == ["A:body", "count=15"]
+
+
+def test_tvm_style_arguments_are_positional_with_any_names(mod):
+    log = []
+
+    @pass_instrument
+    class Renamed:
+        def should_run(self, module, pass_info):
+            log.append(f"should_run({pass_info.name})")
+            return True
+
+        def run_after_pass_failed(self, m, i, e):
+            log.append(f"failed({i.name}:{e})")
+
+    with PassContext(instruments=[Renamed()]), pytest.raises(Boom):
+        logged_pass("A", log, raises=Boom("x"))(mod)
+    assert log == ["should_run(A)", "A:body", "failed(A:x)"]
+
+
+def test_pass_instrument_is_a_real_pluggy_plugin(mod):
+    calls = []
+
+    class Gate(PassInstrument):
+        def should_run(self, m, info):
+            calls.append((m is mod, info))
+            return False
+
+    pm = pluggy.PluginManager("passhost")
+    pm.add_hookspecs(InstrumentHooks)
+    gate = Gate()
+    pm.register(gate)
+    assert sorted(c.name for c in pm.get_hookcallers(gate)) == ["passhost_should_run"]
+    info = PassInfo(1, "A")
+    assert pm.hook.passhost_should_run(mod=mod, info=info) == [False]
+    assert calls == [(True, info)]
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: PassInstrument, "instrument PassInstrument: pass an instance "
+                             "(PassInstrument()), not the class"),
+    (lambda: type("Plain", (), {"run_before_pass": lambda self, m, i: None})(),
+     "Plain is not a pass instrument: decorate its class with @pass_instrument or "
+     "subclass PassInstrument"),
+    (lambda: object(), "object is not a pass instrument: it defines no instrument callback"),
+])
+def test_invalid_instruments_are_explained(make, message):
+    with pytest.raises(InstrumentError) as info:
+        PassContext(instruments=[make()])
+    assert str(info.value) == message
+
+
+def test_pluggy_style_argument_not_in_the_spec():
+    class Typo:
+        @hookimpl
+        def passhost_run_before_pass(self, module, info):
+            pass
+
+    with pytest.raises(InstrumentError, match=r"(?s)^instrument Typo: .*\{'module'\} are "
+                                              r"declared in the hookimpl"):
+        PassContext(instruments=[Typo()])
+
+
+def test_passhost_hookimpl_that_is_not_an_instrument_callback():
+    class Registrar:
+        @hookimpl
+        def passhost_register_passes(self):
+            return []
+
+    with pytest.raises(InstrumentError, match=r"^instrument Registrar: "
+                                              r"passhost_register_passes is not an instrument "
+                                              r"callback; known: passhost_enter_pass_ctx, "):
+        PassContext(instruments=[Registrar()])
+
+
+@pytest.mark.parametrize("option", ["tryfirst", "trylast", "wrapper", "hookwrapper"])
+def test_ordering_options_are_rejected(option):
+    if option in ("wrapper", "hookwrapper"):
+        def hook(self, mod, info):
+            yield
+    else:
+        def hook(self, mod, info):
+            pass
+    cls = type("Ordered", (), {"passhost_run_before_pass": hookimpl(**{option: True})(hook)})
+    with pytest.raises(InstrumentError) as info:
+        PassContext(instruments=[cls()])
+    assert str(info.value) == (
+        f"instrument Ordered: passhost_run_before_pass uses {option}; instruments are called "
+        f"in the order of the PassContext's list, so ordering options do not apply")
+
+
+def test_tvm_style_callback_with_wrong_arity():
+    @pass_instrument
+    class Short:
+        def run_after_pass(self, m):
+            pass
+
+    with pytest.raises(InstrumentError, match=r"^instrument Short: run_after_pass\(m\) cannot "
+                                              r"take the arguments \(mod, info\)$"):
+        PassContext(instruments=[Short()])
+
+
+def test_invalid_instrument_in_override_changes_nothing():
+    log = []
+    ctx = PassContext(instruments=[instrument("i1", log)])
+    with pytest.raises(InstrumentError):
+        ctx.override_instruments([instrument("n1", log), object()])
+    assert log == []
+    assert [type(i).__name__ for i in ctx.instruments] == ["i1"]
+
+
+# -- the tutorial's exception cells, In[10]-In[18] -----------------------------------------
+
+def test_tutorial_exception_cells(capsys):
+    relay_mod = make_module()
+
+    @module_pass(opt_level=0, name="InferType")
+    def infer_type(mod, ctx):  # stands in for relay.transform.InferType
+        return mod
+
+    class PassExampleBase:
+        def __init__(self, name):
+            self._name = name
+
+        def enter_pass_ctx(self):
+            print(self._name, "enter_pass_ctx")
+
+        def exit_pass_ctx(self):
+            print(self._name, "exit_pass_ctx")
+
+        def should_run(self, mod, info):
+            print(self._name, "should_run")
+            return True
+
+        def run_before_pass(self, mod, pass_info):
+            print(self._name, "run_before_pass")
+
+        def run_after_pass(self, mod, pass_info):
+            print(self._name, "run_after_pass")
+
+    @pass_instrument
+    class PassFine(PassExampleBase):
+        pass
+
+    @pass_instrument
+    class PassBadEnterCtx(PassExampleBase):
+        def enter_pass_ctx(self):
+            print(self._name, "bad enter_pass_ctx!!!")
+            raise ValueError(f"{self._name} bad enter_pass_ctx")
+
+    @pass_instrument
+    class PassBadExitCtx(PassExampleBase):
+        def exit_pass_ctx(self):
+            print(self._name, "bad exit_pass_ctx!!!")
+            raise ValueError(f"{self._name} bad exit_pass_ctx")
+
+    @pass_instrument
+    class PassBadRunBefore(PassExampleBase):
+        def run_before_pass(self, mod, pass_info):
+            print(self._name, "bad run_before_pass!!!")
+            raise ValueError(f"{self._name} bad run_before_pass")
+
+    def cell(code):
+        code()
+        return capsys.readouterr().out.splitlines()
+
+    # passhost keeps the exception's type, so the last line of str(ex) is the plain message
+    # ("PassBadEnterCtx bad enter_pass_ctx") where TVM printed "ValueError: PassBad...".
+    def in_11():
+        nonlocal relay_mod
+        demo_ctx = PassContext(instruments=[PassFine("PassFine_0"),
+                                            PassBadEnterCtx("PassBadEnterCtx"),
+                                            PassFine("PassFine_1")])
+        try:
+            with demo_ctx:
+                relay_mod = infer_type(relay_mod)
+        except ValueError as ex:
+            print("Catching", str(ex).split("\n")[-1])
+        holder["demo_ctx"] = demo_ctx
+
+    holder = {}
+    assert cell(in_11) == ["PassFine_0 enter_pass_ctx",
+                           "PassBadEnterCtx bad enter_pass_ctx!!!",
+                           "PassFine_0 exit_pass_ctx",
+                           "Catching PassBadEnterCtx bad enter_pass_ctx"]
+    # In[12]: the instruments were cleared, nothing is printed
+    assert cell(lambda: holder["demo_ctx"].override_instruments([])) == []
+
+    def in_13():
+        nonlocal relay_mod
+        demo_ctx = PassContext(instruments=[PassFine("PassFine_0"),
+                                            PassBadExitCtx("PassBadExitCtx"),
+                                            PassFine("PassFine_1")])
+        try:
+            with demo_ctx:
+                relay_mod = infer_type(relay_mod)
+        except ValueError as ex:
+            print("Catching", str(ex).split("\n")[-1])
+
+    assert cell(in_13) == ["PassFine_0 enter_pass_ctx", "PassBadExitCtx enter_pass_ctx",
+                           "PassFine_1 enter_pass_ctx",
+                           "PassFine_0 should_run", "PassBadExitCtx should_run",
+                           "PassFine_1 should_run",
+                           "PassFine_0 run_before_pass", "PassBadExitCtx run_before_pass",
+                           "PassFine_1 run_before_pass",
+                           "PassFine_0 run_after_pass", "PassBadExitCtx run_after_pass",
+                           "PassFine_1 run_after_pass",
+                           "PassFine_0 exit_pass_ctx", "PassBadExitCtx bad exit_pass_ctx!!!",
+                           "Catching PassBadExitCtx bad exit_pass_ctx"]
+
+    def in_14():
+        nonlocal relay_mod
+        demo_ctx = PassContext(instruments=[PassFine("PassFine_0"),
+                                            PassBadRunBefore("PassBadRunBefore"),
+                                            PassFine("PassFine_1")])
+        try:
+            with demo_ctx:
+                relay_mod = infer_type(relay_mod)
+        except ValueError as ex:
+            print("Catching", str(ex).split("\n")[-1])
+        holder["demo_ctx"] = demo_ctx
+
+    assert cell(in_14) == ["PassFine_0 enter_pass_ctx", "PassBadRunBefore enter_pass_ctx",
+                           "PassFine_1 enter_pass_ctx",
+                           "PassFine_0 should_run", "PassBadRunBefore should_run",
+                           "PassFine_1 should_run",
+                           "PassFine_0 run_before_pass", "PassBadRunBefore bad run_before_pass!!!",
+                           "PassFine_0 exit_pass_ctx", "PassBadRunBefore exit_pass_ctx",
+                           "PassFine_1 exit_pass_ctx",
+                           "Catching PassBadRunBefore bad run_before_pass"]
+    # In[15]: instrumentation was not disabled, so override_instruments exits them all
+    assert cell(lambda: holder["demo_ctx"].override_instruments([])) == [
+        "PassFine_0 exit_pass_ctx", "PassBadRunBefore exit_pass_ctx", "PassFine_1 exit_pass_ctx"]
+
+    cur_pass_ctx = PassContext.current()
+    try:
+        def in_16():
+            cur_pass_ctx.override_instruments([PassFine("PassFine_0"),
+                                               PassBadRunBefore("PassBadRunBefore"),
+                                               PassFine("PassFine_1")])
+
+        assert cell(in_16) == ["PassFine_0 enter_pass_ctx", "PassBadRunBefore enter_pass_ctx",
+                               "PassFine_1 enter_pass_ctx"]
+
+        def in_17():
+            nonlocal relay_mod
+            try:
+                relay_mod = infer_type(relay_mod)
+            except ValueError as ex:
+                print("Catching", str(ex).split("\n")[-1])
+
+        assert cell(in_17) == ["PassFine_0 should_run", "PassBadRunBefore should_run",
+                               "PassFine_1 should_run", "PassFine_0 run_before_pass",
+                               "PassBadRunBefore bad run_before_pass!!!",
+                               "Catching PassBadRunBefore bad run_before_pass"]
+    finally:
+        # In[18]
+        out = cell(lambda: cur_pass_ctx.override_instruments([]))
+    assert out == ["PassFine_0 exit_pass_ctx", "PassBadRunBefore exit_pass_ctx",
+                   "PassFine_1 exit_pass_ctx"]
+    assert passhost.transform.PassContext.current().instruments == ()
+
+
+# -- performance and documentation ---------------------------------------------------------
+
+def test_callbacks_are_bound_once_per_context_not_per_pass(mod, monkeypatch):
+    log = []
+    ctx = PassContext(instruments=[instrument("i1", log, callbacks=["run_after_pass"])])
+
+    def no_binding(inst):
+        raise AssertionError("instrument bound again while passes run")
+
+    monkeypatch.setattr(dispatch, "_bind", no_binding)
+    with ctx:
+        Sequential([logged_pass("A", log), logged_pass("B", log)])(mod)
+    assert log == ["A:body", "i1.after(A)", "B:body", "i1.after(B)", "i1.after(sequential)"]
+
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "instruments.md"
+_BLOCK = re.compile(r"```python\n(?P<code>.*?)```(?:\s*```text\n(?P<out>.*?)```)?", re.DOTALL)
+
+
+def test_instruments_doc_examples():
+    """Every Python block of docs/instruments.md runs, in order, in one namespace; its
+    output is the ``text`` block after it (no output when there is none)."""
+    blocks = list(_BLOCK.finditer(DOC.read_text()))
+    assert len(blocks) >= 8
+    namespace = {"__name__": "instruments_doc"}
+    for number, block in enumerate(blocks, 1):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(block["code"], f"{DOC.name} block {number}", "exec"), namespace)
+        assert out.getvalue() == (block["out"] or ""), f"block {number}"
+    assert PassContext.current().instruments == ()
