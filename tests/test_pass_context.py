@@ -27,19 +27,9 @@ from passhost.transform import (
     pass_spec,
     prim_func_pass,
 )
-from passlog import Boom, check_and_reset_contexts, instrument, logged_pass, make_module
+from passlog import Boom, instrument, logged_pass
 
-
-@pytest.fixture(autouse=True)
-def clean_contexts():
-    """Every test must leave the PassContext stack and the default context clean."""
-    yield
-    check_and_reset_contexts()
-
-
-@pytest.fixture
-def mod():
-    return make_module()
+pytestmark = pytest.mark.usefixtures("clean_contexts")
 
 
 # -- D. contexts ---------------------------------------------------------------------------

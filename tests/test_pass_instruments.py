@@ -23,23 +23,12 @@ from passhost.plugins.hookspecs import InstrumentHooks
 from passhost.transform import PassContext, PassInfo, Sequential, module_pass
 from passlog import (
     Boom,
-    check_and_reset_contexts,
     instrument,
     logged_pass,
     make_module,
 )
 
-
-@pytest.fixture(autouse=True)
-def clean_contexts():
-    """Every test must leave the PassContext stack and the default context clean."""
-    yield
-    check_and_reset_contexts()
-
-
-@pytest.fixture
-def mod():
-    return make_module()
+pytestmark = pytest.mark.usefixtures("clean_contexts")
 
 
 def three(log, bad=None, *, raises=(), raise_on=None, callbacks=None):
