@@ -4,7 +4,16 @@ This layer is at the bottom of passhost and knows nothing of the IR.
 """
 
 from passhost.plugins.hookspecs import INSTRUMENT_CALLBACKS, hookimpl, hookspec
-from passhost.plugins.manager import PluginHost, PluginRecord, get_host, set_host
+from passhost.plugins.loading import ENTRY_POINT_GROUP, LoadSettings
+from passhost.plugins.manager import (
+    STATUSES,
+    PluginFailure,
+    PluginHost,
+    PluginRecord,
+    create_host,
+    get_host,
+    set_host,
+)
 from passhost.plugins.options import (
     BOOL,
     FLOAT,
@@ -20,7 +29,8 @@ from passhost.plugins.registry import Entry, Registries, Registry
 from passhost.plugins.specs import InstrumentSpec, PassSpec, PipelineSpec
 
 __all__ = [
-    "BOOL", "FLOAT", "INSTRUMENT_CALLBACKS", "INT", "STR", "STR_LIST", "STR_LIST_MAP",
+    "BOOL", "ENTRY_POINT_GROUP", "FLOAT", "INSTRUMENT_CALLBACKS", "INT", "STATUSES",
+    "LoadSettings", "PluginFailure", "create_host", "STR", "STR_LIST", "STR_LIST_MAP",
     "Entry", "InstrumentSpec", "OptionSpec", "OptionType", "PassSpec", "PipelineSpec",
     "PluginHost", "PluginRecord", "Registries", "Registry", "get_host", "hookimpl",
     "hookspec", "option_type", "set_host",

@@ -221,16 +221,22 @@ _LOCK = threading.RLock()
 _HOST: PluginHost | None = None
 
 
+def create_host(settings: LoadSettings | None = None) -> PluginHost:
+    """A new host with the built-in plugin and the installed plugins ``settings`` (default:
+    the environment) select."""
+    host = PluginHost()
+    host.load_builtin()
+    host.load_entry_points(settings)
+    return host
+
+
 def get_host() -> PluginHost:
     """The process-wide plugin host, created (with its plugins loaded) on first use."""
     global _HOST
     if _HOST is None:
         with _LOCK:
             if _HOST is None:
-                host = PluginHost()
-                host.load_builtin()
-                host.load_entry_points()
-                _HOST = host
+                _HOST = create_host()
     return _HOST
 
 
