@@ -181,3 +181,26 @@ def test_passhost_hookimpl_is_the_plugin_marker():
         return []
 
     assert hasattr(passhost_register_passes, f"{PROJECT}_impl")
+
+
+def test_builtin_registrations_agree_with_what_they_create(plugin_host):
+    from passhost.transform import IMMUTABLE_MODULE, Pass, PassContext
+
+    for entry in plugin_host.registries.passes.entries():
+        created = entry.spec.create()
+        assert isinstance(created, Pass)
+        assert (created.info.name, created.info.opt_level, created.info.required) == (
+            entry.name, entry.spec.opt_level, entry.spec.required)
+    assert IMMUTABLE_MODULE in PassContext.list_configs()
+
+
+def test_registering_the_builtin_plugin_imports_no_pass_code():
+    import subprocess
+    import sys
+
+    code = ("import sys; from passhost.plugins import create_host, LoadSettings; "
+            "create_host(LoadSettings(only=frozenset())); "
+            "print('numpy' in sys.modules, 'passhost.transform' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["False", "False"]

@@ -1,7 +1,13 @@
-"""passhost's own registrations, loaded by the plugin host like any other plugin."""
+"""passhost's own registrations, loaded by the plugin host like any other plugin.
+
+Registering must stay cheap (``passhost plugins list`` loads every plugin): pass factories
+import their pass only when a pass is created.
+"""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from typing import Any
 
 from passhost.errors import OptionError
@@ -10,26 +16,35 @@ from passhost.plugins.options import BOOL, STR, STR_LIST, OptionSpec
 from passhost.plugins.specs import InstrumentSpec, PassSpec
 
 
+def lazy_factory(module: str, name: str) -> Callable[..., Any]:
+    """A factory calling ``module.name(**options)``, importing the module on first call."""
+
+    def create(**options: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(**options)
+
+    create.__name__ = create.__qualname__ = name
+    create.__doc__ = f"Create {module}.{name}."
+    return create
+
+
 @hookimpl
 def passhost_register_passes() -> list[PassSpec]:
     """The host's passes."""
-    from passhost.transform import PrintIR, pass_spec
-
     return [
-        pass_spec(PrintIR, "write the module's text to stderr", options=[
-            OptionSpec("header", str, "", "a header printed before the module"),
-            OptionSpec("show_meta_data", bool, False, "print large constants in full"),
-        ]),
+        PassSpec("PrintIR", lazy_factory("passhost.transform.print_ir", "PrintIR"), 0,
+                 summary="write the module's text to stderr", options=[
+                     OptionSpec("header", str, "", "a header printed before the module"),
+                     OptionSpec("show_meta_data", bool, False, "print large constants in full"),
+                 ]),
     ]
 
 
 @hookimpl
 def passhost_register_config_options() -> list[OptionSpec]:
-    """The host's PassContext config options."""
-    from passhost.transform.context import IMMUTABLE_MODULE
-
+    """The host's PassContext config options (their names are constants of the modules
+    that read them; the tests check the two agree)."""
     return [
-        OptionSpec(IMMUTABLE_MODULE, bool, False,
+        OptionSpec("testing.immutable_module", bool, False,
                    "check that every pass leaves its input module unchanged"),
     ]
 
