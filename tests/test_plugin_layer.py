@@ -204,3 +204,19 @@ def test_registering_the_builtin_plugin_imports_no_pass_code():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize(("requires", "expected"), [
+    (None, None), (["numpy>=1"], None), (["passhost>=0.1,<0.2"], "<0.2,>=0.1"),
+    (['passhost>=9; python_version >= "3"'], ">=9"),
+    (['passhost>=9; python_version < "3"'], None),
+    (['passhost>=9; extra == "dev"'], None),
+])
+def test_passhost_requirement_evaluates_markers(requires, expected):
+    from types import SimpleNamespace
+
+    from passhost.plugins.loading import is_compatible, passhost_requirement
+
+    found = passhost_requirement(SimpleNamespace(requires=requires))
+    assert found == expected
+    assert is_compatible(found, "0.1.0") == (expected in (None, "<0.2,>=0.1"))

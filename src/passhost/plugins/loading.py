@@ -69,7 +69,9 @@ def passhost_requirement(dist: Any) -> str | None:
             req = Requirement(line)
         except InvalidRequirement:
             continue
-        if canonicalize_name(req.name) == "passhost" and not req.marker:
+        if canonicalize_name(req.name) != "passhost":
+            continue
+        if req.marker is None or req.marker.evaluate({"extra": ""}):
             return str(req.specifier)
     return None
 

@@ -77,12 +77,20 @@ class PluginRecord:
 class PluginHost:
     """A pluggy manager with the passhost hookspecs, the registries and the plugin records."""
 
-    def __init__(self) -> None:
+    def __init__(self, trace: bool = False) -> None:
         self.pm = pluggy.PluginManager(PROJECT)
         for group in ALL_HOOKS:
             self.pm.add_hookspecs(group)
         self.registries = Registries()
         self.records: dict[str, PluginRecord] = {}
+        self.trace = trace
+        if trace:  # hook calls through the manager (the target hooks) are traced by pluggy
+            self.pm.trace.root.setwriter(sys.stderr.write)
+            self.pm.enable_tracing()
+
+    def _trace(self, message: str) -> None:
+        if self.trace:
+            sys.stderr.write(f"passhost: trace: {message}\n")
 
     # -- registering plugin objects -------------------------------------------------------
     def register(self, plugin: Any, name: str, *, builtin: bool = False,
@@ -140,6 +148,8 @@ class PluginHost:
             for impl in caller.get_hookimpls():
                 if impl.plugin is plugin:
                     specs = list(impl.function() or ())
+                    self._trace(f"{name}: {caller.name}() -> "
+                                f"[{', '.join(repr(getattr(s, 'name', s)) for s in specs)}]")
                     _check_specs(name, caller.name, attr, specs)
                     collected.setdefault(attr, []).extend(specs)
         return collected
@@ -157,10 +167,8 @@ class PluginHost:
         """Load every installed plugin of the entry-point group, one at a time, in a stable
         order, recording each one's status."""
         settings = settings or LoadSettings.from_env()
-        if settings.trace:
-            self.pm.trace.root.setwriter(sys.stderr.write)
-            self.pm.enable_tracing()
         for ep in discover():
+            self._trace(f"entry point {ep.name} = {ep.value}")
             self._load_one(ep, settings)
 
     def _load_one(self, ep: Any, settings: LoadSettings) -> None:
@@ -201,8 +209,8 @@ class PluginHost:
         """Record a plugin that is not active; in strict mode, raise its failure."""
         self.records[record.name] = record
         if raise_error and settings.strict and record.error is not None:
-            raise PluginError(f"plugin {record.name!r} ({record.distribution}) is "
-                              f"{record.status}: {record.error.message}") from cause
+            raise PluginError(f"plugin {record.name!r} ({record.distribution}) failed to load "
+                              f"(status {record.status}): {record.error.message}") from cause
 
     def conflicts(self) -> list[tuple[str, str, tuple[str, ...]]]:
         """``(kind, name, providers)`` for every name registered by several plugins."""
@@ -224,7 +232,8 @@ _HOST: PluginHost | None = None
 def create_host(settings: LoadSettings | None = None) -> PluginHost:
     """A new host with the built-in plugin and the installed plugins ``settings`` (default:
     the environment) select."""
-    host = PluginHost()
+    settings = settings or LoadSettings.from_env()
+    host = PluginHost(trace=settings.trace)
     host.load_builtin()
     host.load_entry_points(settings)
     return host
