@@ -288,7 +288,7 @@ def test_check_fails_on_a_plugin_that_did_not_load(plugin_host, capsys, status):
     code, out, err = run(capsys, "plugins", "list", "--check")
     assert code == 1
     assert ["x", "-", status, "-", "-"] in table_rows(out)  # the table is still printed
-    assert err == f"passhost: check failed: plugin 'x' is {status}\n"
+    assert err == f"passhost: check failed: plugin 'x' has status {status}\n"
 
 
 def test_check_fails_on_a_conflict(plugin_host, capsys):

@@ -173,7 +173,7 @@ def plugins_table(host: PluginHost, *, show_all: bool = False, verbose: bool = F
 def check_problems(host: PluginHost) -> list[str]:
     """Why ``plugins list --check`` fails: each plugin that is incompatible, in error or
     invalid, and each conflict. Disabled plugins are the user's choice and are fine."""
-    problems = [f"plugin {r.name!r} is {r.status}" for r in host.records.values()
+    problems = [f"plugin {r.name!r} has status {r.status}" for r in host.records.values()
                 if r.status in FAILED_STATUSES]
     problems += [f"{NOUNS[attr][0]} {name!r} is provided by {_quote_list(providers)}"
                  for attr, name, providers in conflicts(host)]
