@@ -3,7 +3,8 @@
 #   bash dev.sh demo   - set up, then compile and run a zoo model (the main job)
 #   bash dev.sh test   - set up, then lint and run the whole test suite
 # Setup creates a virtual environment (.venv, or $PASSHOST_VENV) and installs passhost,
-# its plugins and the test tools into it; it needs only Python 3.10+ and pip.
+# its plugins, the example plugin distributions and the test tools into it; it needs only
+# Python 3.10+ and pip.
 set -euo pipefail
 cd "$(dirname "$0")"
 venv=${PASSHOST_VENV:-.venv}
@@ -13,7 +14,8 @@ setup() {
     python3 -m venv "$venv"
   fi
   local plugins=()
-  for dir in plugins/*/; do
+  shopt -s nullglob
+  for dir in plugins/*/ examples/*/; do
     plugins+=(-e "$dir")
   done
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]" "${plugins[@]}"

@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated plugin host per test that needs one."""
+"""Shared fixtures. The isolated plugin host (``plugin_host``, ``register_plugin``) comes from
+passhost's testing kit for plugin authors, which the host's own tests use as well."""
 
 from __future__ import annotations
 
@@ -7,20 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from passhost.ir.module import IRModule
-from passhost.plugins.manager import PluginHost, set_host
 from passlog import check_and_reset_contexts, make_module
 
-
-@pytest.fixture
-def plugin_host() -> Iterator[PluginHost]:
-    """A fresh plugin host holding only the built-in plugin, installed for one test."""
-    host = PluginHost()
-    host.load_builtin()
-    previous = set_host(host)
-    try:
-        yield host
-    finally:
-        set_host(previous)
+pytest_plugins = ["passhost.testing.pytest_plugin"]
 
 
 @pytest.fixture

@@ -1,0 +1,413 @@
+"""A testing kit for plugin authors: an isolated plugin host, temporary registration and a
+check of the plugin contract.
+
+- :func:`fresh_host` / :func:`use_host`: a plugin host holding only passhost's built-in plugin
+  (no installed entry point is loaded), optionally installed as the process-wide host;
+- :func:`registered`: register a plugin object for the duration of a ``with`` block;
+- :func:`check_plugin`: validate a plugin the way the host will, listing every problem.
+
+The pytest fixtures ``plugin_host`` and ``register_plugin`` live in
+``passhost.testing.pytest_plugin``; a plugin's ``conftest.py`` enables them with
+``pytest_plugins = ["passhost.testing.pytest_plugin"]``. Importing this module does not
+import pytest.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import pluggy
+
+from passhost.errors import PluginError
+from passhost.plugins.hookspecs import (
+    ALL_HOOKS,
+    INSTRUMENT_CALLBACKS,
+    PROJECT,
+    REGISTRATION_HOOKS,
+)
+from passhost.plugins.manager import BUILTIN_PLUGIN, PluginHost, PluginRecord, get_host, set_host
+from passhost.plugins.options import OptionSpec
+from passhost.plugins.registry import Registries
+from passhost.plugins.specs import InstrumentSpec, PassSpec, PipelineSpec
+
+__all__ = [
+    "PluginCheckError", "check_plugin", "fresh_host", "plugin_name", "registered", "use_host",
+]
+
+
+# -- hosts ---------------------------------------------------------------------------------
+
+def fresh_host() -> PluginHost:
+    """A new plugin host holding only passhost's built-in plugin: no entry point loaded."""
+    host = PluginHost()
+    host.load_builtin()
+    return host
+
+
+@contextmanager
+def use_host(host: PluginHost | None = None) -> Iterator[PluginHost]:
+    """Install ``host`` (default: :func:`fresh_host`) as the process-wide plugin host for the
+    block, so that ``get_pass``, pipelines and ``get_host()`` see it; the previous host is
+    restored afterwards."""
+    host = fresh_host() if host is None else host
+    previous = set_host(host)
+    try:
+        yield host
+    finally:
+        set_host(previous)
+
+
+def plugin_name(plugin: Any) -> str:
+    """The name a plugin is registered under when none is given: a module's or a class's
+    name, or the class name of any other object."""
+    if isinstance(plugin, types.ModuleType):
+        return plugin.__name__
+    if isinstance(plugin, type):
+        return plugin.__qualname__
+    return type(plugin).__qualname__
+
+
+@contextmanager
+def registered(plugin: Any, name: str | None = None,
+               host: PluginHost | None = None) -> Iterator[PluginRecord]:
+    """Register ``plugin`` (a module, a class, an instance, a namespace) into ``host``
+    (default: the current ``get_host()``) for the duration of the block; yields its
+    :class:`~passhost.plugins.PluginRecord` and unregisters it (and everything it
+    registered) afterwards. An invalid plugin raises :class:`~passhost.errors.PluginError`
+    and leaves the host unchanged."""
+    host = get_host() if host is None else host
+    record = host.register(plugin, plugin_name(plugin) if name is None else name)
+    try:
+        yield record
+    finally:
+        if host.records.get(record.name) is record:
+            host.unregister(record.name)
+
+
+# -- the contract check --------------------------------------------------------------------
+
+class PluginCheckError(PluginError):
+    """:func:`check_plugin` found problems; ``problems`` lists them, one string each."""
+
+    def __init__(self, name: str, problems: Iterable[str]) -> None:
+        self.plugin_name = name
+        self.problems = tuple(problems)
+        count = len(self.problems)
+        lines = "".join("\n  - " + problem.replace("\n", "\n    ")
+                        for problem in self.problems)
+        super().__init__(f"plugin {name!r} does not meet the passhost plugin contract "
+                         f"({count} problem{'s' if count != 1 else ''}):{lines}")
+
+
+#: What each registration hook must return, by registry attribute.
+_SPEC_TYPES: dict[str, type | None] = {
+    "passes": PassSpec,
+    "instruments": InstrumentSpec,
+    "config_options": OptionSpec,
+    "pipelines": PipelineSpec,
+    "targets": None,  # target kinds: any object with a ``name``
+}
+_HOOK_OF_SPEC = {cls: hook for hook, attr in REGISTRATION_HOOKS.items()
+                 if (cls := _SPEC_TYPES[attr]) is not None}
+_INSTRUMENT_HOOKS = frozenset(f"passhost_{callback}" for callback in INSTRUMENT_CALLBACKS)
+_KIND = Registries.KINDS
+#: Passes and named pipelines share one namespace: a pipeline element names either.
+_SHARED_NAMESPACE = ("passes", "pipelines")
+#: The element name a textual pipeline reserves for a nested Sequential.
+_SEQUENTIAL = "sequential"
+
+
+class _OneHookManager(pluggy.PluginManager):
+    """A manager with every passhost hookspec that sees only one attribute of a plugin, so
+    that each hook implementation is validated on its own and every problem is reported."""
+
+    def __init__(self) -> None:
+        super().__init__(PROJECT)
+        for group in ALL_HOOKS:
+            self.add_hookspecs(group)
+        self.only: str | None = None
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        if self.only is not None and name != self.only:
+            return None
+        return super().parse_hookimpl_opts(plugin, name)
+
+
+def check_plugin(plugin: Any, name: str | None = None) -> PluginRecord:
+    """Check ``plugin`` (a plugin module or object) against the passhost plugin contract,
+    the way the host will when it loads it, and more strictly.
+
+    The plugin is registered into a fresh host that holds the built-in plugin, so pluggy
+    checks each hook implementation against the hookspecs. Then: every ``passhost_*``
+    function is marked with ``passhost.hookimpl`` and names a known hook; instrument
+    callbacks are not implemented at plugin level (they belong on instrument objects);
+    every registration hook returns specs of the right type, with valid names, callable
+    factories and well-formed options; no name is given twice or clashes with a built-in
+    name. Returns the :class:`~passhost.plugins.PluginRecord` (``hooks``, ``provides``);
+    raises :class:`PluginCheckError` (a ``PluginError``) listing every problem.
+    """
+    name = plugin_name(plugin) if name is None else name
+    problems: list[str] = []
+    host = fresh_host()
+    if name in host.records:
+        problems.append(f"the plugin name {name!r} is reserved for passhost's own plugin")
+    registration = _check_hooks(plugin, name, problems)
+    specs = _collect_specs(registration, problems)
+    _check_names(specs, host.registries, problems)
+    if problems:
+        raise PluginCheckError(name, problems)
+    try:
+        record = host.register(plugin, name)
+    except PluginError as err:
+        raise PluginCheckError(name, [str(err)]) from err
+    mine = {attr: [spec.name for spec in found] for attr, found in specs.items()}
+    if record.provides != mine:
+        raise PluginCheckError(name, [
+            f"the registration hooks returned {mine} when first called and "
+            f"{record.provides} the second time; they must return the same specs each "
+            f"time the host calls them"])
+    return record
+
+
+def _check_hooks(plugin: Any, name: str,
+                 problems: list[str]) -> dict[str, list[Callable[[], Any]]]:
+    """Validate each hook implementation on its own; return the registration hooks'
+    functions by registry attribute."""
+    manager = _OneHookManager()
+    registration: dict[str, list[Callable[[], Any]]] = {}
+    impls = []
+    for attr_name in sorted(dir(plugin)):
+        if manager.parse_hookimpl_opts(plugin, attr_name) is not None:
+            impls.append(attr_name)
+        elif attr_name.startswith("passhost_") and _is_function(plugin, attr_name):
+            problems.append(f"{attr_name} is not marked with @passhost.hookimpl, so the "
+                            f"host ignores it")
+    for attr_name in impls:
+        manager.only = attr_name
+        try:
+            manager.register(plugin, name=name)
+        except pluggy.PluginValidationError as err:
+            problems.append(f"{attr_name}: {err}")
+            continue
+        except ValueError as err:
+            problems.append(f"{attr_name} cannot be registered: {err}")
+            continue
+        try:
+            for caller in manager.get_hookcallers(plugin) or ():
+                problem = _hook_problem(attr_name, caller)
+                if problem:
+                    problems.append(problem)
+                    continue
+                attr = REGISTRATION_HOOKS.get(caller.name)
+                if attr is not None:
+                    registration.setdefault(attr, []).extend(
+                        impl.function for impl in caller.get_hookimpls()
+                        if impl.plugin is plugin)
+        finally:
+            manager.unregister(plugin)
+    return registration
+
+
+def _is_function(plugin: Any, attr_name: str) -> bool:
+    value = inspect.getattr_static(plugin, attr_name, None)
+    return isinstance(value, (types.FunctionType, types.MethodType, staticmethod, classmethod))
+
+
+def _hook_problem(attr_name: str, caller: Any) -> str | None:
+    where = caller.name if caller.name == attr_name else f"{attr_name} (hook {caller.name})"
+    if not caller.has_spec():
+        registration = ", ".join(sorted(REGISTRATION_HOOKS))
+        return (f"{where} is not a passhost hook; the registration hooks are "
+                f"{registration}")
+    if caller.name in _INSTRUMENT_HOOKS:
+        return (f"{where} is an instrument callback: the host never calls it on a plugin; "
+                f"implement it on an instrument class and register that class with "
+                f"passhost_register_instruments")
+    return None
+
+
+def _collect_specs(registration: Mapping[str, list[Callable[[], Any]]],
+                   problems: list[str]) -> dict[str, list[Any]]:
+    """Call each registration hook once and check what it returns."""
+    specs: dict[str, list[Any]] = {}
+    for attr, functions in registration.items():
+        hook = next(h for h, a in REGISTRATION_HOOKS.items() if a == attr)
+        specs.setdefault(attr, [])
+        for function in functions:
+            try:
+                returned = function()
+            except Exception as err:
+                problems.append(f"{hook} raised {type(err).__name__}: {err}")
+                continue
+            if returned is None:
+                returned = ()
+            if isinstance(returned, (str, bytes, Mapping)) or not isinstance(returned,
+                                                                           Iterable):
+                problems.append(f"{hook} returned {type(returned).__name__} {returned!r}, "
+                                f"expected a list of {_expected(attr)}")
+                continue
+            for spec in returned:
+                found = _spec_problems(attr, spec)
+                problems.extend(f"{hook}: {problem}" for problem in found)
+                if not found:
+                    specs[attr].append(spec)
+    return specs
+
+
+def _expected(attr: str) -> str:
+    cls = _SPEC_TYPES[attr]
+    return "target kinds" if cls is None else cls.__name__
+
+
+def _spec_problems(attr: str, spec: Any) -> list[str]:
+    """What is wrong with one spec returned by the registration hook of ``attr``."""
+    cls = _SPEC_TYPES[attr]
+    if cls is not None and not isinstance(spec, cls):
+        hint = ""
+        belongs = _HOOK_OF_SPEC.get(type(spec))
+        if belongs is not None:
+            hint = f" ({type(spec).__name__} objects are returned by {belongs})"
+        return [f"returned {type(spec).__name__} {spec!r}, expected {cls.__name__}{hint}"]
+    kind = _KIND[attr]
+    name = getattr(spec, "name", None)
+    if cls is None:
+        if not isinstance(name, str) or not name:
+            return [f"returned {spec!r}: a {kind} has a non-empty str name"]
+        return []
+    what = f"{kind} {name!r}"
+    found = _name_problems(kind, name, what)
+    if attr == "config_options":
+        return found or _option_problems(spec, what)
+    summary = getattr(spec, "summary", "")
+    if not isinstance(summary, str):
+        found.append(f"{what}: summary is a str, found {summary!r}")
+    if attr == "pipelines":
+        found.extend(_pipeline_problems(spec, what))
+        return found
+    if not callable(spec.factory):
+        found.append(f"{what}: factory {spec.factory!r} is not callable")
+    if attr == "passes":
+        found.extend(_pass_problems(spec, what))
+    found.extend(_options_problems(spec, what))
+    return found
+
+
+def _name_problems(kind: str, name: Any, what: str) -> list[str]:
+    from passhost.transform.pipeline import is_name
+
+    if not isinstance(name, str) or not name:
+        return [f"{kind} name {name!r}: a name is a non-empty str"]
+    if not is_name(name):
+        return [f"{what}: a name matches [A-Za-z_][A-Za-z0-9_.-]* (so that it can be "
+                f"written in a pipeline and on the command line)"]
+    if kind in ("pass", "pipeline") and name == _SEQUENTIAL:
+        return [f"{what}: {_SEQUENTIAL!r} is reserved for nested pipelines"]
+    return []
+
+
+def _pass_problems(spec: PassSpec, what: str) -> list[str]:
+    found = []
+    level = spec.opt_level
+    if isinstance(level, bool) or not isinstance(level, int) or level < 0:
+        found.append(f"{what}: opt_level is an int >= 0, found {level!r}")
+    for required in spec.required:
+        if not isinstance(required, str) or not required:
+            found.append(f"{what}: required holds pass names, found {required!r}")
+    return found
+
+
+def _pipeline_problems(spec: PipelineSpec, what: str) -> list[str]:
+    from passhost.errors import ParseError
+    from passhost.transform.pipeline import parse_pipeline
+
+    if not isinstance(spec.text, str):
+        return [f"{what}: text is a str, found {spec.text!r}"]
+    try:
+        parse_pipeline(spec.text, source_name=f"<pipeline {spec.name}>")
+    except ParseError as err:
+        return [f"{what}: {err}"]
+    return []
+
+
+def _options_problems(spec: PassSpec | InstrumentSpec, what: str) -> list[str]:
+    """The options of a pass or instrument: well-formed, distinct, accepted by the
+    factory as keyword arguments."""
+    found: list[str] = []
+    seen: set[str] = set()
+    for option in spec.options:
+        if not isinstance(option, OptionSpec):
+            found.append(f"{what}: options hold OptionSpec, found {option!r}")
+            continue
+        found.extend(_option_problems(option, f"{what}: option {option.name!r}"))
+        if option.name in seen:
+            found.append(f"{what}: option {option.name!r} is declared twice")
+        seen.add(option.name)
+    if callable(spec.factory):
+        found.extend(f"{what}: {problem}" for problem in _keyword_problems(spec.factory, seen))
+    return found
+
+
+def _option_problems(option: OptionSpec, what: str) -> list[str]:
+    from passhost.transform.pipeline import is_name
+
+    if not isinstance(option.name, str) or not is_name(option.name):
+        return [f"{what}: an option name matches [A-Za-z_][A-Za-z0-9_.-]*"]
+    found = []
+    if option.default is not None:
+        try:
+            option.type.check(option.default)
+        except (TypeError, ValueError):
+            found.append(f"{what}: the default {option.default!r} does not fit the "
+                         f"option's type ({option.type.name})")
+    if not isinstance(option.summary, str):
+        found.append(f"{what}: summary is a str, found {option.summary!r}")
+    return found
+
+
+def _keyword_problems(factory: Callable[..., Any], names: set[str]) -> list[str]:
+    """The declared options ``factory`` cannot take as keyword arguments."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # no signature to inspect: trust the factory
+        return []
+    params = signature.parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return []
+    keyword = {inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY}
+    found = [f"option {option!r} is declared but the factory {factory.__qualname__}"
+             f"{signature} has no such keyword argument"
+             for option in sorted(names) if option not in params
+             or params[option].kind not in keyword]
+    required = [p.name for p in params.values() if p.kind in keyword
+                and p.default is inspect.Parameter.empty and p.name not in names]
+    if required:
+        found.append(f"the factory {factory.__qualname__}{signature} requires "
+                     f"{', '.join(required)}, which no declared option provides")
+    return found
+
+
+def _check_names(specs: Mapping[str, list[Any]], builtin: Registries,
+                 problems: list[str]) -> None:
+    """No name twice within the plugin, none that a built-in already uses."""
+    for attr, found in specs.items():
+        kind = _KIND[attr]
+        shared = _SHARED_NAMESPACE if attr in _SHARED_NAMESPACE else (attr,)
+        seen: set[str] = set()
+        for spec in found:
+            if spec.name in seen:
+                problems.append(f"{kind} {spec.name!r} is registered twice by this plugin")
+            seen.add(spec.name)
+            for other in shared:
+                if spec.name in builtin.by_attr(other):
+                    problems.append(
+                        f"{kind} {spec.name!r} clashes with the built-in {_KIND[other]} "
+                        f"{spec.name!r} (provided by {BUILTIN_PLUGIN[0]!r}); choose "
+                        f"another name")
+    if all(attr in specs for attr in _SHARED_NAMESPACE):
+        both = {s.name for s in specs["passes"]} & {s.name for s in specs["pipelines"]}
+        problems.extend(f"pass and pipeline {n!r}: a pipeline cannot share a pass's name"
+                        for n in sorted(both))
