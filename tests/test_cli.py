@@ -35,6 +35,7 @@ from passhost.plugins import (
     hookimpl,
     set_host,
 )
+from passhost.testing import imported_modules
 from passhost.text import parse_module
 from passhost.transform import module_pass, pass_spec
 
@@ -179,18 +180,15 @@ def module_file(tmp_path: Path) -> Path:
 # -- passhost --version -----------------------------------------------------------------------
 
 def test_version_loads_no_plugins_and_no_pluggy():
-    code = ("import sys\n"
-            "from passhost.cli import main\n"
+    code = ("from passhost.cli import main\n"
             "try:\n"
             "    main(['--version'])\n"
             "except SystemExit as exit:\n"
-            "    assert exit.code in (0, None), exit.code\n"
-            "print(sorted(m for m in sys.modules if m == 'pluggy' or "
-            "m.startswith(('pluggy.', 'passhost.plugins', 'passhost_'))))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.startswith("passhost 0.1.0\n")
-    assert done.stdout.splitlines()[-1] == "[]"
+            "    assert exit.code in (0, None), exit.code\n")
+    output, modules = imported_modules(code, ("pluggy", "passhost.plugins", "passhost_timing",
+                                              "passhost_opdiff"))
+    assert output == "passhost 0.1.0\n"
+    assert modules == []
 
 
 def test_no_command_prints_help(capsys):

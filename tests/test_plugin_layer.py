@@ -20,6 +20,7 @@ from passhost.plugins import (
     hookimpl,
     option_type,
 )
+from passhost.testing import imported_modules
 
 
 @pytest.mark.parametrize(("kind", "text", "value"), [
@@ -162,14 +163,8 @@ def test_a_plugin_name_is_registered_once():
 
 
 def test_import_passhost_loads_no_plugin_machinery():
-    import subprocess
-    import sys
-
-    code = ("import sys, passhost; "
-            "print(sorted(m for m in sys.modules if m.startswith(('pluggy', 'passhost.'))))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
-    assert out.strip() == "['passhost._version']"
+    _, modules = imported_modules("import passhost", ("pluggy", "passhost"))
+    assert modules == ["passhost", "passhost._version"]
 
 
 def test_passhost_hookimpl_is_the_plugin_marker():
@@ -195,15 +190,9 @@ def test_builtin_registrations_agree_with_what_they_create(plugin_host):
 
 
 def test_registering_the_builtin_plugin_imports_no_pass_code():
-    import subprocess
-    import sys
-
-    code = ("import sys; from passhost.plugins import create_host, LoadSettings; "
-            "create_host(LoadSettings(only=frozenset())); "
-            "print('numpy' in sys.modules, 'passhost.transform' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
-    assert out.split() == ["False", "False"]
+    code = ("from passhost.plugins import create_host, LoadSettings; "
+            "create_host(LoadSettings(only=frozenset()))")
+    assert imported_modules(code, ("numpy", "passhost.transform")) == ("", [])
 
 
 @pytest.mark.parametrize(("requires", "expected"), [

@@ -36,6 +36,7 @@ from passhost.testing import (
     PluginCheckError,
     check_plugin,
     fresh_host,
+    imported_modules,
     plugin_name,
     registered,
     use_host,
@@ -377,10 +378,7 @@ def test_check_plugin_wants_the_same_specs_on_every_call():
 
 
 def test_import_passhost_testing_does_not_import_pytest():
-    code = "import sys, passhost.testing; print('pytest' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
-    assert out.strip() == "False"
+    assert imported_modules("import passhost.testing", ("pytest",)) == ("", [])
 
 
 # -- docs/plugins.md -------------------------------------------------------------------------

@@ -14,7 +14,10 @@ import pytest.
 
 from __future__ import annotations
 
+import ast
 import inspect
+import subprocess
+import sys
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -35,8 +38,24 @@ from passhost.plugins.registry import Registries
 from passhost.plugins.specs import InstrumentSpec, PassSpec, PipelineSpec
 
 __all__ = [
-    "PluginCheckError", "check_plugin", "fresh_host", "plugin_name", "registered", "use_host",
+    "PluginCheckError", "check_plugin", "fresh_host", "imported_modules", "plugin_name",
+    "registered", "use_host",
 ]
+
+
+_MODULES_MARKER = "@@passhost.testing.imported_modules@@"
+
+
+def imported_modules(code: str, prefixes: tuple[str, ...]) -> tuple[str, list[str]]:
+    """Run ``code`` in a fresh interpreter; return its standard output and the sorted names
+    of the modules it left imported that are one of ``prefixes`` or inside one. For checking
+    that loading a plugin (or starting a command) stays light."""
+    probe = (f"\nimport sys as _sys\nprint({_MODULES_MARKER!r}, sorted(m for m in _sys.modules"
+             f" if m in {prefixes!r} or m.startswith(tuple(p + '.' for p in {prefixes!r}))))")
+    done = subprocess.run([sys.executable, "-c", code + probe], capture_output=True, text=True,
+                          check=True)
+    output, _, listing = done.stdout.rpartition(_MODULES_MARKER)
+    return output, ast.literal_eval(listing.strip())
 
 
 # -- hosts ---------------------------------------------------------------------------------
