@@ -7,14 +7,12 @@ Importing this package is cheap and loads no plugins; subpackages (``passhost.re
 
 from __future__ import annotations
 
-from typing import Any
-
 from passhost._version import __version__
 
 __all__ = ["__version__", "hookimpl"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name == "hookimpl":
         from passhost.plugins.hookspecs import hookimpl
 

@@ -6,7 +6,6 @@ and where (operator, argument, line:column).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
@@ -76,6 +75,8 @@ class UnknownNameError(PasshostError, KeyError):
 
 def close_matches(name: str, known: Iterable[str], limit: int = 3) -> list[str]:
     """Return up to ``limit`` names from ``known`` that look like ``name``."""
+    import difflib  # only on the error path: keeps `passhost --version` light
+
     known = list(known)
     matches = difflib.get_close_matches(name, known, n=limit, cutoff=0.6)
     if not matches:
