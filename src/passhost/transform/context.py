@@ -16,7 +16,9 @@ from passhost.instrument.dispatch import EMPTY, Dispatch, instrument_name
 from passhost.ir.module import IRModule
 from passhost.ir.node import FrozenDict
 from passhost.ir.structural import structural_hash
+from passhost.plugins.manager import get_host
 from passhost.plugins.options import OptionSpec
+from passhost.plugins.registry import Registry
 from passhost.transform.info import pass_names
 from passhost.transform.notes import note_callback, note_pass
 
@@ -78,9 +80,7 @@ class PassContext:
         """The value of config option ``name``: as given, else the registered default."""
         if name in self._config:
             return self._config[name]
-        from passhost.plugins.manager import get_host
-
-        registry = get_host().registries.config_options
+        registry = _config_options()
         return registry.get(name).default if name in registry else default
 
     def __repr__(self) -> str:
@@ -115,10 +115,7 @@ class PassContext:
     @staticmethod
     def list_configs() -> dict[str, OptionSpec]:
         """The registered config options by name: type, default and summary of each."""
-        from passhost.plugins.manager import get_host
-
-        registry = get_host().registries.config_options
-        return {entry.name: entry.spec for entry in registry.entries()}
+        return {entry.name: entry.spec for entry in _config_options().entries()}
 
     # -- instruments --------------------------------------------------------------------
     def override_instruments(self, instruments: Iterable[Any]) -> None:
@@ -218,13 +215,16 @@ def _as_bool(answer: Any, dispatch: Dispatch, fn: Any, info: Any) -> bool:
         f"{info.name}, returned {type(answer).__name__} {answer!r}")
 
 
+def _config_options() -> Registry:
+    """The registry of config options (the plugin host is created on first use)."""
+    return get_host().registries.config_options
+
+
 def _check_config(config: Mapping[str, Any] | None) -> FrozenDict:
     """``config`` checked against the registered config options (rule 31)."""
     if not config:
         return FrozenDict()
-    from passhost.plugins.manager import get_host
-
-    registry = get_host().registries.config_options
+    registry = _config_options()
     checked = {}
     for key, value in config.items():
         spec: OptionSpec = registry.get(key)
