@@ -39,6 +39,12 @@ from passhost.testing import imported_modules
 from passhost.text import parse_module
 from passhost.transform import module_pass, pass_spec
 
+#: The standard graph passes the built-in plugin registers, in registration order.
+GRAPH_PASSES = ["InferType", "FoldConstant", "SimplifyInference", "FoldScaleAxis",
+                "CanonicalizeOps", "ConvertLayout", "EliminateCommonSubexpr",
+                "DeadCodeElimination", "FuseOps", "MergeComposite", "AnnotateTarget",
+                "PartitionGraph"]
+BUILTIN_PROVIDES = "13 passes, 5 instruments, 2 config options"
 HEADER = ["NAME", "VERSION", "STATUS", "PROVIDES", "HOOKS"]
 PLUGIN_KEYS = {"name", "entry_point", "distribution", "version", "module", "status", "builtin",
                "requires_passhost", "hooks", "provides", "error"}
@@ -205,10 +211,15 @@ def test_plugins_list_table_marks_the_builtin_plugin(plugin_host, capsys):
     header, *rows = out.splitlines()
     assert header.split() == HEADER
     assert table_rows(out)[1:] == [
-        ["builtin (built-in)", "0.1.0", "active", "1 pass, 5 instruments, 1 config option", "3"]]
+        ["builtin (built-in)", "0.1.0", "active", BUILTIN_PROVIDES, "3"]]
     # the columns are aligned: each cell starts where its heading does
     starts = [header.index(title) for title in HEADER]
-    assert [rows[0].index(cell) for cell in table_rows(out)[1]] == starts
+    found, pos = [], 0
+    for cell in table_rows(out)[1]:
+        pos = rows[0].index(cell, pos)
+        found.append(pos)
+        pos += len(cell)
+    assert found == starts
     assert all(line == line.rstrip() for line in out.splitlines())
 
 
@@ -217,7 +228,7 @@ def test_plugins_list_rows_in_load_order_with_errors_and_hidden_disabled(tools_h
     assert status == 0
     assert table_rows(out) == [
         HEADER,
-        ["builtin (built-in)", "0.1.0", "active", "1 pass, 5 instruments, 1 config option", "3"],
+        ["builtin (built-in)", "0.1.0", "active", BUILTIN_PROVIDES, "3"],
         ["tools", "-", "active", "2 passes, 2 instruments, 1 config option, 2 pipelines", "4"],
         ["broken", "1.0", "error", "-", "-"],
         ["old", "0.0.1", "incompatible", "-", "-"],
@@ -320,10 +331,11 @@ def test_plugins_json_has_the_spec_schema(tools_host, capsys):
         "builtin": True, "requires_passhost": None,
         "hooks": ["passhost_register_config_options", "passhost_register_instruments",
                   "passhost_register_passes"],
-        "provides": {"targets": [], "passes": ["PrintIR"],
+        "provides": {"targets": [], "passes": [*GRAPH_PASSES, "PrintIR"],
                      "instruments": ["print-before-all", "print-after-all", "print-passes",
                                      "dump-ir", "print-after-change"],
-                     "config_options": ["testing.immutable_module"], "pipelines": []},
+                     "config_options": ["testing.immutable_module", "relay.FuseOps.max_depth"],
+                     "pipelines": []},
         "error": None,
     }
     assert tools["provides"]["pipelines"] == ["tagging", "broken"]
@@ -353,19 +365,22 @@ def test_plugins_json_lists_conflicts(tools_host, capsys):
 def test_passes_list(tools_host, capsys):
     status, out, _ = run(capsys, "passes", "list")
     assert status == 0
-    assert table_rows(out) == [
-        ["NAME", "OPT_LEVEL", "REQUIRED", "OPTIONS", "PROVIDER", "SUMMARY"],
-        ["Fail", "0", "-", "-", "tools", "always fails"],
-        ["PrintIR", "0", "-", "header: str, show_meta_data: bool", "builtin",
-         "write the module's text to stderr"],
-        ["Tag", "3", "-", "value: int", "tools", "tag the module"],
-    ]
+    rows = table_rows(out)
+    assert rows[0] == ["NAME", "OPT_LEVEL", "REQUIRED", "OPTIONS", "PROVIDER", "SUMMARY"]
+    assert [row[0] for row in rows[1:]] == sorted([*GRAPH_PASSES, "PrintIR", "Fail", "Tag"])
+    assert ["Fail", "0", "-", "-", "tools", "always fails"] in rows
+    assert ["PrintIR", "0", "-", "header: str, show_meta_data: bool", "builtin",
+            "write the module's text to stderr"] in rows
+    assert ["Tag", "3", "-", "value: int", "tools", "tag the module"] in rows
+    assert ["ConvertLayout", "3", "InferType, CanonicalizeOps",
+            "desired_layouts: map of str to list of str", "builtin",
+            "convert layout-sensitive operators to the desired layouts"] in rows
 
 
 def test_passes_list_json(tools_host, capsys):
     doc = json.loads(run(capsys, "passes", "list", "--json")[1])
     assert doc["schema_version"] == 1
-    assert doc["passes"][2] == {
+    assert doc["passes"][-1] == {
         "name": "Tag", "opt_level": 3, "required": [],
         "options": [{"name": "value", "type": "int", "default": 1, "summary": ""}],
         "summary": "tag the module", "provider": "tools", "distribution": "passhost-tools",
@@ -393,12 +408,14 @@ def test_config_list(tools_host, capsys):
     _, out, _ = run(capsys, "config", "list")
     assert table_rows(out) == [
         ["NAME", "TYPE", "DEFAULT", "PROVIDER", "SUMMARY"],
+        ["relay.FuseOps.max_depth", "int", "256", "builtin",
+         "the most operators FuseOps puts in one Primitive function"],
         ["testing.immutable_module", "bool", "false", "builtin",
          "check that every pass leaves its input module unchanged"],
         ["tools.level", "int", "3", "tools", "how hard to try"],
     ]
     doc = json.loads(run(capsys, "config", "list", "--json")[1])
-    assert doc["config_options"][1] == {
+    assert doc["config_options"][2] == {
         "name": "tools.level", "type": "int", "default": 3, "summary": "how hard to try",
         "provider": "tools", "distribution": "passhost-tools", "conflict": False}
 

@@ -587,3 +587,32 @@ def test_body_error_without_instruments_still_gets_a_note(mod):
     with pytest.raises(Boom) as info:
         Sequential([logged_pass("A", [], raises=error)])(mod)
     assert info.value is error and error.__notes__ == ["while running pass A inside sequential"]
+
+
+def test_the_outermost_pass_pauses_the_cyclic_garbage_collector(mod):
+    import gc
+
+    seen = []
+
+    @module_pass(opt_level=0, name="Inner")
+    def inner(m, ctx):
+        seen.append(("Inner", gc.isenabled()))
+        return m
+
+    @module_pass(opt_level=0, name="Outer")
+    def outer(m, ctx):
+        seen.append(("Outer", gc.isenabled()))
+        inner(m)
+        raise ValueError("outer fails")
+
+    assert gc.isenabled()
+    with pytest.raises(ValueError, match="outer fails"):
+        outer(mod)
+    assert seen == [("Outer", False), ("Inner", False)]
+    assert gc.isenabled()  # restored, also when the pass raised
+    gc.disable()
+    try:
+        inner(mod)
+        assert not gc.isenabled()  # a caller's choice is left alone
+    finally:
+        gc.enable()

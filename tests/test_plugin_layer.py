@@ -181,8 +181,9 @@ def test_passhost_hookimpl_is_the_plugin_marker():
 def test_builtin_registrations_agree_with_what_they_create(plugin_host):
     from passhost.transform import IMMUTABLE_MODULE, Pass, PassContext
 
+    needs_options = {"AnnotateTarget": {"kinds": "cmsis-nn"}}
     for entry in plugin_host.registries.passes.entries():
-        created = entry.spec.create()
+        created = entry.spec.create(needs_options.get(entry.name), from_text=True)
         assert isinstance(created, Pass)
         assert (created.info.name, created.info.opt_level, created.info.required) == (
             entry.name, entry.spec.opt_level, entry.spec.required)

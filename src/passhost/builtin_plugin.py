@@ -12,7 +12,7 @@ from typing import Any
 
 from passhost.errors import OptionError
 from passhost.plugins.hookspecs import hookimpl
-from passhost.plugins.options import BOOL, STR, STR_LIST, OptionSpec
+from passhost.plugins.options import BOOL, INT, STR, STR_LIST, STR_LIST_MAP, OptionSpec
 from passhost.plugins.specs import InstrumentSpec, PassSpec
 
 
@@ -30,12 +30,58 @@ def lazy_factory(module: str, name: str) -> Callable[..., Any]:
 @hookimpl
 def passhost_register_passes() -> list[PassSpec]:
     """The host's passes."""
-    return [
+    return [*_graph_passes(),
         PassSpec("PrintIR", lazy_factory("passhost.transform.print_ir", "PrintIR"), 0,
                  summary="write the module's text to stderr", options=[
                      OptionSpec("header", str, "", "a header printed before the module"),
                      OptionSpec("show_meta_data", bool, False, "print large constants in full"),
                  ]),
+    ]
+
+
+def _graph_pass(name: str, module: str, opt_level: int, required: tuple[str, ...],
+                summary: str, options: tuple[OptionSpec, ...] = ()) -> PassSpec:
+    return PassSpec(name, lazy_factory(f"passhost.relay.transform.{module}", name), opt_level,
+                    required, summary, options)
+
+
+def _graph_passes() -> list[PassSpec]:
+    """The standard graph passes of :mod:`passhost.relay.transform` (docs/passes.md)."""
+    infer = ("InferType",)
+    return [
+        _graph_pass("InferType", "infer_type", 0, (), "type-check every graph function"),
+        _graph_pass("FoldConstant", "fold_constant", 2, (),
+                    "evaluate subgraphs whose inputs are all constants", (
+                        OptionSpec("fold_qnn", BOOL, False, "also fold qnn.* operators"),)),
+        _graph_pass("SimplifyInference", "simplify_inference", 0, infer,
+                    "rewrite batch_norm, layer_norm and dropout for inference"),
+        _graph_pass("FoldScaleAxis", "fold_scale_axis", 3, infer,
+                    "fold per-channel scales into convolution and dense weights"),
+        _graph_pass("CanonicalizeOps", "canonicalize_ops", 3, infer,
+                    "rewrite nn.bias_add as add (with expand_dims where needed)"),
+        _graph_pass("ConvertLayout", "convert_layout", 3, ("InferType", "CanonicalizeOps"),
+                    "convert layout-sensitive operators to the desired layouts", (
+                        OptionSpec("desired_layouts", STR_LIST_MAP, {},
+                                   "op:data_layout[:kernel_layout];... e.g. "
+                                   "nn.conv2d:NHWC:HWIO"),)),
+        _graph_pass("EliminateCommonSubexpr", "eliminate_common_subexpr", 3, infer,
+                    "merge calls of one operator on the same arguments and attributes"),
+        _graph_pass("DeadCodeElimination", "dead_code", 1, (),
+                    "drop module functions nothing reachable from main uses"),
+        _graph_pass("FuseOps", "fuse_ops", 0, infer,
+                    "group operators into Primitive functions by fusion pattern", (
+                        OptionSpec("max_depth", INT, None,
+                                   "most operators in one group (default: the config "
+                                   "option relay.FuseOps.max_depth)"),)),
+        _graph_pass("MergeComposite", "merge_composite", 0, (),
+                    "wrap matches of a pattern table in Composite functions", (
+                        OptionSpec("pattern_table", STR, None,
+                                   "the name of a registered pattern table"),)),
+        _graph_pass("AnnotateTarget", "annotate_target", 0, infer,
+                    "mark the calls external targets support", (
+                        OptionSpec("kinds", STR_LIST, (), "the target kinds, e.g. cmsis-nn"),)),
+        _graph_pass("PartitionGraph", "partition_graph", 0, (),
+                    "move annotated regions into functions tagged Compiler=<kind>"),
     ]
 
 
@@ -46,6 +92,8 @@ def passhost_register_config_options() -> list[OptionSpec]:
     return [
         OptionSpec("testing.immutable_module", bool, False,
                    "check that every pass leaves its input module unchanged"),
+        OptionSpec("relay.FuseOps.max_depth", INT, 256,
+                   "the most operators FuseOps puts in one Primitive function"),
     ]
 
 

@@ -144,13 +144,18 @@ def parse_config(items: Sequence[str]) -> dict[str, Any]:
     return config
 
 
-def read_module(source: str) -> Any:
+def read_module(source: str, bind_params: bool = False) -> Any:
     """The module ``source`` names: ``zoo:MODEL``, a file in the IR text format, or ``-``
-    for standard input."""
+    for standard input. ``bind_params`` binds a zoo model's weights as constants."""
     if source.startswith("zoo:"):
         from passhost.relay.testing.zoo import get_model
 
-        return get_model(source[len("zoo:"):])[0]
+        mod, params = get_model(source[len("zoo:"):])
+        if bind_params:
+            from passhost.relay.transform import bind_params_by_name
+
+            mod = mod.with_function("main", bind_params_by_name(mod["main"], params))
+        return mod
     from passhost.text import parse_module
 
     if source == "-":
@@ -171,7 +176,9 @@ def _opt(args: argparse.Namespace) -> int:
     specs = args.instrument + (["print-after-change"] if args.print_after_change else [])
     instruments = make_instruments(specs)
     passes = build_pipeline(args.passes)
-    mod = read_module(args.input)
+    if args.bind_params and not args.input.startswith("zoo:"):
+        raise CommandError("--bind-params applies to zoo models (zoo:MODEL) only")
+    mod = read_module(args.input, args.bind_params)
     with PassContext(opt_level=args.opt_level, required_pass=args.required_pass,
                      disabled_pass=args.disabled_pass, instruments=instruments, config=config):
         try:
@@ -268,6 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a pass instrument: NAME or NAME{key=value,...} (repeatable)")
     opt.add_argument("--print-after-change", action="store_true",
                      help="print the initial module, then a diff after each changing pass")
+    opt.add_argument("--bind-params", action="store_true",
+                     help="bind a zoo model's weights as constants (so FoldConstant & co. "
+                          "can use them)")
     opt.add_argument("--hide-meta-data", action="store_true",
                      help="elide large constants (the output then no longer parses back)")
     opt.set_defaults(func=_opt)

@@ -7,7 +7,7 @@ Operator builders are available as in TVM: ``relay.add``, ``relay.nn.conv2d``,
 from passhost.ir.expr import GlobalVar
 from passhost.ir.module import IRModule
 from passhost.ir.types import FuncType, TensorType, TupleType
-from passhost.relay import analysis
+from passhost.relay import analysis, transform
 from passhost.relay.expr import (
     Call,
     Constant,
@@ -34,6 +34,6 @@ __all__ = [
     "Call", "Constant", "Expr", "ExprMutator", "ExprVisitor", "FuncType", "Function",
     "GlobalVar", "IRModule", "Interpreter", "TensorType", "Tuple", "TupleGetItem",
     "TupleType", "Var", "analysis", "const", "evaluate", "get_op", "infer_type", "nn",
-    "post_order", "post_order_visit", "qnn", "var",
+    "post_order", "post_order_visit", "qnn", "transform", "var",
     *_reduce.__all__, *_tensor.__all__, *_transform.__all__,
 ]

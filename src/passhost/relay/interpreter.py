@@ -145,8 +145,8 @@ class Interpreter:
             return env[id(node.tuple_value)][node.index]
         if isinstance(node, Var):
             raise PasshostError(f"free variable %{node.name_hint} has no value")
-        if isinstance(node, Function):
-            return node
+        if isinstance(node, (Function, GlobalVar)):
+            return node  # a callee: its calls evaluate it
         raise PasshostError(f"cannot evaluate {type(node).__name__}")
 
 

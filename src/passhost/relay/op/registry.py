@@ -242,7 +242,7 @@ def define_op(name: str, *, inputs: Sequence[str], type_rel: TypeRelation, compu
 
 def _load_all() -> None:
     # Importing the definition modules registers every operator.
-    from passhost.relay.op import nn, qnn, reduce, tensor, transform  # noqa: F401
+    from passhost.relay.op import annotation, nn, qnn, reduce, tensor, transform  # noqa: F401
 
 
 def get_op(name: str) -> Op:

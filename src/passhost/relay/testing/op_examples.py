@@ -20,9 +20,15 @@ Builder = Callable[[], Function]
 
 def all_examples() -> list[tuple[str, Builder]]:
     """Every ``(op name, builder)`` pair of every operator group."""
-    from passhost.relay.testing import examples_nn, examples_qnn, examples_tensor
+    from passhost.relay.testing import (
+        examples_annotation,
+        examples_nn,
+        examples_qnn,
+        examples_tensor,
+    )
 
-    return [*examples_nn.EXAMPLES, *examples_tensor.EXAMPLES, *examples_qnn.EXAMPLES]
+    return [*examples_nn.EXAMPLES, *examples_tensor.EXAMPLES, *examples_qnn.EXAMPLES,
+            *examples_annotation.EXAMPLES]
 
 
 def random_inputs(func: Function, seed: int = 0) -> list[np.ndarray]:
