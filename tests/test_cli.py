@@ -690,3 +690,49 @@ def test_registry_listing_of_a_pass_spec_without_options(plugin_host, capsys):
     plugin_host.register(Plain(), "plain")
     _, out, _ = run(capsys, "passes", "list")
     assert ["Plain", "1", "PrintIR", "-", "plain", "plain"] in table_rows(out)
+
+
+# -- opt with the standard graph passes ------------------------------------------------------
+
+def test_opt_runs_standard_passes_on_a_bound_zoo_model(plugin_host, capsys):
+    status, out, err = run(capsys, "opt", "zoo:resnet-18", "--bind-params", "-O", "3",
+                           "--passes", "SimplifyInference,FoldConstant,FoldScaleAxis")
+    assert (status, err) == (0, "")
+    main_fn = parse_module(out)["main"]
+    assert [p.name_hint for p in main_fn.params] == ["data"]   # the weights are bound
+    ops = {getattr(n.op, "name", None) for n in relay.post_order(main_fn)
+           if isinstance(n, relay.Call)}
+    assert "nn.batch_norm" not in ops and "nn.conv2d" in ops
+
+
+def test_opt_bind_params_needs_a_zoo_model(plugin_host, module_file, capsys):
+    status, _, err = run(capsys, "opt", str(module_file), "--bind-params", "--passes", "")
+    assert status == 1
+    assert "--bind-params applies to zoo models" in err
+
+
+def test_opt_reports_an_ill_typed_module_with_the_op_and_the_pass(plugin_host, tmp_path,
+                                                                   capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_text('#[version = "passhost.text/1"]\n\n'
+                   "def @main(%x: Tensor[(1, 4), float32], %b: Tensor[(3), float32]) {\n"
+                   "  add(%x, %b)\n}\n")
+    status, out, err = run(capsys, "opt", str(bad), "--passes", "FoldConstant")
+    assert (status, out) == (1, "")
+    assert err.splitlines() == [
+        "passhost: error: add: argument 'rhs' expected a shape broadcastable with "
+        f"Tensor[(1, 4), float32], found Tensor[(3), float32] (at {bad}:4:3)",
+        "  while running pass InferType inside FoldConstant inside sequential"]
+
+
+@pytest.mark.parametrize(("pipeline", "message"), [
+    ("ConvertLayout{desired_layouts=nn.conv3x3:NHWC}", "did you mean 'nn.conv2d'"),
+    ("ConvertLayout{desired_layouts=nn.conv2d:NCWH}", "ConvertLayout"),
+    ("FuseOps{max_depth=deep}", "max_depth"),
+    ("AnnotateTarget{kinds=\"\"}", "AnnotateTarget"),
+    ("MergeComposite{pattern_table=nope}", "unknown pattern table 'nope'"),
+])
+def test_opt_reports_bad_pass_options(plugin_host, module_file, capsys, pipeline, message):
+    status, out, err = run(capsys, "opt", str(module_file), "--passes", pipeline)
+    assert (status, out) == (1, "")
+    assert err.startswith("passhost: error:") and message in err, err

@@ -373,7 +373,7 @@ def test_tuple_arguments_are_annotated_and_partitioned():
 
 def test_annotate_target_option_errors():
     with pytest.raises(OptionError, match="AnnotateTarget: option 'kinds' is empty"):
-        run(T.AnnotateTarget(), tiny_graph())
+        T.AnnotateTarget()
     with pytest.raises(OptionError, match=r"AnnotateTarget: option 'kinds'.*found 3"):
         T.AnnotateTarget(["demo", 3])
     with pytest.raises(UnknownNameError, match=r"nn\.relu"):
@@ -419,10 +419,11 @@ def test_a_region_without_calls_only_loses_its_annotations():
 # -- registration, pipelines, long graphs --------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "required"), [
-    ("MergeComposite", ()), ("AnnotateTarget", ("InferType",)), ("PartitionGraph", ())])
-def test_registered_passes(name, required):
-    created = get_pass(name)
+@pytest.mark.parametrize(("name", "options", "required"), [
+    ("MergeComposite", None, ()), ("AnnotateTarget", {"kinds": ("demo",)}, ("InferType",)),
+    ("PartitionGraph", None, ())])
+def test_registered_passes(name, options, required):
+    created = get_pass(name, options)
     assert (created.info.name, created.info.opt_level, created.info.required) == \
         (name, 0, required)
 

@@ -87,12 +87,12 @@ class AnnotateTarget:
 
     def __init__(self, kinds: Sequence[str] | str = ()) -> None:
         self.kinds = _check_kinds(kinds)
-
-    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        """Annotate every optimisable graph function."""
         if not self.kinds:
             raise OptionError("AnnotateTarget: option 'kinds' is empty; name at least one "
                               "target kind (e.g. kinds=['cmsis-nn'])")
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        """Annotate every optimisable graph function."""
         return map_graph_functions(mod, self.annotate_function)
 
     def annotate_function(self, func: Function) -> Function:
