@@ -1,8 +1,9 @@
 """The pass-instrument protocol, rules 1-22 of shared/spec/pass-instruments.md.
 
 Every test states the whole event sequence (see tests/passlog.py for the notation) and
-compares it at once. The last tests port the exception cells In[10]-In[18] of TVM's
-pass-instrument tutorial (shared/seeds/001_*.txt) and check instrument validation.
+compares it at once. The last tests check instrument validation. The exception cells
+In[10]-In[18] of TVM's pass-instrument tutorial (shared/seeds/001_*.txt) run for real in
+examples/pass_instrument_tutorial.py, checked by tests/test_tutorial.py.
 """
 
 from __future__ import annotations
@@ -15,17 +16,15 @@ from pathlib import Path
 import pluggy
 import pytest
 
-import passhost
 from passhost.errors import InstrumentError
 from passhost.instrument import PassInstrument, dispatch, pass_instrument
 from passhost.plugins import hookimpl
 from passhost.plugins.hookspecs import InstrumentHooks
-from passhost.transform import PassContext, PassInfo, Sequential, module_pass
+from passhost.transform import PassContext, PassInfo, Sequential
 from passlog import (
     Boom,
     instrument,
     logged_pass,
-    make_module,
 )
 
 pytestmark = pytest.mark.usefixtures("clean_contexts")
@@ -855,158 +854,6 @@ def test_invalid_instrument_in_override_changes_nothing():
         ctx.override_instruments([instrument("n1", log), object()])
     assert log == []
     assert [type(i).__name__ for i in ctx.instruments] == ["i1"]
-
-
-# -- the tutorial's exception cells, In[10]-In[18] -----------------------------------------
-
-def test_tutorial_exception_cells(capsys):
-    relay_mod = make_module()
-
-    @module_pass(opt_level=0, name="InferType")
-    def infer_type(mod, ctx):  # stands in for relay.transform.InferType
-        return mod
-
-    class PassExampleBase:
-        def __init__(self, name):
-            self._name = name
-
-        def enter_pass_ctx(self):
-            print(self._name, "enter_pass_ctx")
-
-        def exit_pass_ctx(self):
-            print(self._name, "exit_pass_ctx")
-
-        def should_run(self, mod, info):
-            print(self._name, "should_run")
-            return True
-
-        def run_before_pass(self, mod, pass_info):
-            print(self._name, "run_before_pass")
-
-        def run_after_pass(self, mod, pass_info):
-            print(self._name, "run_after_pass")
-
-    @pass_instrument
-    class PassFine(PassExampleBase):
-        pass
-
-    @pass_instrument
-    class PassBadEnterCtx(PassExampleBase):
-        def enter_pass_ctx(self):
-            print(self._name, "bad enter_pass_ctx!!!")
-            raise ValueError(f"{self._name} bad enter_pass_ctx")
-
-    @pass_instrument
-    class PassBadExitCtx(PassExampleBase):
-        def exit_pass_ctx(self):
-            print(self._name, "bad exit_pass_ctx!!!")
-            raise ValueError(f"{self._name} bad exit_pass_ctx")
-
-    @pass_instrument
-    class PassBadRunBefore(PassExampleBase):
-        def run_before_pass(self, mod, pass_info):
-            print(self._name, "bad run_before_pass!!!")
-            raise ValueError(f"{self._name} bad run_before_pass")
-
-    def cell(code):
-        code()
-        return capsys.readouterr().out.splitlines()
-
-    # passhost keeps the exception's type, so the last line of str(ex) is the plain message
-    # ("PassBadEnterCtx bad enter_pass_ctx") where TVM printed "ValueError: PassBad...".
-    def in_11():
-        nonlocal relay_mod
-        demo_ctx = PassContext(instruments=[PassFine("PassFine_0"),
-                                            PassBadEnterCtx("PassBadEnterCtx"),
-                                            PassFine("PassFine_1")])
-        try:
-            with demo_ctx:
-                relay_mod = infer_type(relay_mod)
-        except ValueError as ex:
-            print("Catching", str(ex).split("\n")[-1])
-        holder["demo_ctx"] = demo_ctx
-
-    holder = {}
-    assert cell(in_11) == ["PassFine_0 enter_pass_ctx",
-                           "PassBadEnterCtx bad enter_pass_ctx!!!",
-                           "PassFine_0 exit_pass_ctx",
-                           "Catching PassBadEnterCtx bad enter_pass_ctx"]
-    # In[12]: the instruments were cleared, nothing is printed
-    assert cell(lambda: holder["demo_ctx"].override_instruments([])) == []
-
-    def in_13():
-        nonlocal relay_mod
-        demo_ctx = PassContext(instruments=[PassFine("PassFine_0"),
-                                            PassBadExitCtx("PassBadExitCtx"),
-                                            PassFine("PassFine_1")])
-        try:
-            with demo_ctx:
-                relay_mod = infer_type(relay_mod)
-        except ValueError as ex:
-            print("Catching", str(ex).split("\n")[-1])
-
-    assert cell(in_13) == ["PassFine_0 enter_pass_ctx", "PassBadExitCtx enter_pass_ctx",
-                           "PassFine_1 enter_pass_ctx",
-                           "PassFine_0 should_run", "PassBadExitCtx should_run",
-                           "PassFine_1 should_run",
-                           "PassFine_0 run_before_pass", "PassBadExitCtx run_before_pass",
-                           "PassFine_1 run_before_pass",
-                           "PassFine_0 run_after_pass", "PassBadExitCtx run_after_pass",
-                           "PassFine_1 run_after_pass",
-                           "PassFine_0 exit_pass_ctx", "PassBadExitCtx bad exit_pass_ctx!!!",
-                           "Catching PassBadExitCtx bad exit_pass_ctx"]
-
-    def in_14():
-        nonlocal relay_mod
-        demo_ctx = PassContext(instruments=[PassFine("PassFine_0"),
-                                            PassBadRunBefore("PassBadRunBefore"),
-                                            PassFine("PassFine_1")])
-        try:
-            with demo_ctx:
-                relay_mod = infer_type(relay_mod)
-        except ValueError as ex:
-            print("Catching", str(ex).split("\n")[-1])
-        holder["demo_ctx"] = demo_ctx
-
-    assert cell(in_14) == ["PassFine_0 enter_pass_ctx", "PassBadRunBefore enter_pass_ctx",
-                           "PassFine_1 enter_pass_ctx",
-                           "PassFine_0 should_run", "PassBadRunBefore should_run",
-                           "PassFine_1 should_run",
-                           "PassFine_0 run_before_pass", "PassBadRunBefore bad run_before_pass!!!",
-                           "PassFine_0 exit_pass_ctx", "PassBadRunBefore exit_pass_ctx",
-                           "PassFine_1 exit_pass_ctx",
-                           "Catching PassBadRunBefore bad run_before_pass"]
-    # In[15]: instrumentation was not disabled, so override_instruments exits them all
-    assert cell(lambda: holder["demo_ctx"].override_instruments([])) == [
-        "PassFine_0 exit_pass_ctx", "PassBadRunBefore exit_pass_ctx", "PassFine_1 exit_pass_ctx"]
-
-    cur_pass_ctx = PassContext.current()
-    try:
-        def in_16():
-            cur_pass_ctx.override_instruments([PassFine("PassFine_0"),
-                                               PassBadRunBefore("PassBadRunBefore"),
-                                               PassFine("PassFine_1")])
-
-        assert cell(in_16) == ["PassFine_0 enter_pass_ctx", "PassBadRunBefore enter_pass_ctx",
-                               "PassFine_1 enter_pass_ctx"]
-
-        def in_17():
-            nonlocal relay_mod
-            try:
-                relay_mod = infer_type(relay_mod)
-            except ValueError as ex:
-                print("Catching", str(ex).split("\n")[-1])
-
-        assert cell(in_17) == ["PassFine_0 should_run", "PassBadRunBefore should_run",
-                               "PassFine_1 should_run", "PassFine_0 run_before_pass",
-                               "PassBadRunBefore bad run_before_pass!!!",
-                               "Catching PassBadRunBefore bad run_before_pass"]
-    finally:
-        # In[18]
-        out = cell(lambda: cur_pass_ctx.override_instruments([]))
-    assert out == ["PassFine_0 exit_pass_ctx", "PassBadRunBefore exit_pass_ctx",
-                   "PassFine_1 exit_pass_ctx"]
-    assert passhost.transform.PassContext.current().instruments == ()
 
 
 # -- performance and documentation ---------------------------------------------------------

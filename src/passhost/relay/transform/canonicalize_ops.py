@@ -12,8 +12,7 @@ from passhost.ir.module import IRModule
 from passhost.relay.expr import Call, Function
 from passhost.relay.op import nn
 from passhost.relay.op import tensor as tn
-from passhost.relay.op import transform as tf
-from passhost.relay.transform.common import optimisable
+from passhost.relay.transform.common import along_axis, optimisable
 from passhost.relay.visitor import ExprMutator
 from passhost.transform.context import PassContext
 from passhost.transform.passes import function_pass
@@ -36,10 +35,7 @@ def bias_add_as_add(call: Call, data: BaseExpr, bias: BaseExpr) -> Call:
     """The ``nn.bias_add`` ``call`` as ``add`` of ``data`` and ``bias`` (already rewritten
     arguments), the bias expanded to broadcast along the call's axis."""
     ndim = call.args[0].checked_type.ndim
-    trailing = ndim - 1 - call.attrs.axis % ndim
-    if trailing:
-        bias = tf.expand_dims(bias, axis=1, num_newaxis=trailing)
-    return tn.add(data, bias, span=call.span)
+    return tn.add(data, along_axis(bias, call.attrs.axis % ndim, ndim), span=call.span)
 
 
 class _Canonicalizer(ExprMutator):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from passhost.ir.expr import BaseExpr
 from passhost.ir.module import IRModule
 from passhost.relay.expr import Function
+from passhost.relay.op.transform import expand_dims
 
-__all__ = ["map_graph_functions", "optimisable"]
+__all__ = ["along_axis", "map_graph_functions", "optimisable"]
 
 
 def optimisable(func: object) -> bool:
@@ -30,3 +32,10 @@ def map_graph_functions(mod: IRModule, rewrite: Callable[[Function], Function]) 
             if new is not func:
                 changed[gvar] = new
     return mod.with_functions(changed) if changed else mod
+
+
+def along_axis(vec: BaseExpr, axis: int, ndim: int) -> BaseExpr:
+    """The 1-D ``vec`` reshaped with ``expand_dims`` to broadcast along ``axis`` of an
+    ``ndim``-D tensor (as is when ``axis`` is the last axis)."""
+    trailing = ndim - 1 - axis
+    return expand_dims(vec, axis=1, num_newaxis=trailing) if trailing else vec

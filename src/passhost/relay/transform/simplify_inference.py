@@ -19,8 +19,7 @@ from passhost.relay.expr import Call, Function, TupleGetItem, const
 from passhost.relay.op import nn
 from passhost.relay.op import reduce as rd
 from passhost.relay.op import tensor as tn
-from passhost.relay.op import transform as tf
-from passhost.relay.transform.common import optimisable
+from passhost.relay.transform.common import along_axis, optimisable
 from passhost.relay.visitor import ExprMutator
 from passhost.transform.context import PassContext
 from passhost.transform.passes import function_pass
@@ -37,13 +36,6 @@ class SimplifyInference:
         if not optimisable(func):
             return func
         return _Simplifier().visit(func)  # type: ignore[return-value]
-
-
-def along_axis(vec: BaseExpr, axis: int, ndim: int) -> BaseExpr:
-    """The 1-D ``vec`` reshaped with ``expand_dims`` to broadcast along ``axis`` of an
-    ``ndim``-D tensor (as is when ``axis`` is the last axis)."""
-    trailing = ndim - 1 - axis
-    return tf.expand_dims(vec, axis=1, num_newaxis=trailing) if trailing else vec
 
 
 def batch_norm_terms(call: Call, dtype: str) -> tuple[BaseExpr, BaseExpr]:
