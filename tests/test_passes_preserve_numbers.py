@@ -69,10 +69,36 @@ def assert_same_numbers(after: np.ndarray, before: np.ndarray) -> None:
     np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-5 * max(scale, 1e-3))
 
 
+#: Random ranges for the normalisation statistics, whose zoo values are the identity.
+_STATISTICS = {"gamma": (0.5, 1.5), "beta": (-0.5, 0.5), "moving_mean": (-0.5, 0.5),
+               "moving_var": (0.5, 2.0)}
+
+
+def _with_random_statistics(params: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(1)
+    out = dict(params)
+    for name, value in params.items():
+        for suffix, (low, high) in _STATISTICS.items():
+            if name.endswith(suffix):
+                out[name] = rng.uniform(low, high, value.shape).astype(value.dtype)
+    return out
+
+
+def _logits(func: relay.Function) -> relay.Function:
+    """``func`` without a final softmax, whose saturation would hide differences."""
+    body = func.body
+    if isinstance(body, relay.Call) and getattr(body.op, "name", "") == "nn.softmax":
+        return relay.Function(func.params, body.args[0])
+    return func
+
+
 @cache
 def bound_zoo_model(name: str) -> tuple[IRModule, np.ndarray, np.ndarray]:
+    """The zoo model with random normalisation statistics bound, up to its logits; an
+    input; the interpreter's output on it."""
     mod, params = get_model(name)
-    mod = mod.with_function("main", T.bind_params_by_name(mod["main"], params))
+    main = T.bind_params_by_name(_logits(mod["main"]), _with_random_statistics(params))
+    mod = mod.with_function("main", main)
     ty = mod["main"].params[0].checked_type
     data = np.random.default_rng(0).uniform(-1, 1, ty.shape).astype(ty.dtype)
     return mod, data, relay.evaluate(mod, data)
