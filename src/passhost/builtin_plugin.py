@@ -85,6 +85,24 @@ def _graph_passes() -> list[PassSpec]:
     ]
 
 
+@hookimpl(trylast=True)
+def passhost_relay_to_tir(target: Any, mod: Any) -> Any:
+    """The fallback lowering: the target kind's own ``relay_to_tir``, if it has one."""
+    return _kind_hook(target, "relay_to_tir", mod)
+
+
+@hookimpl(trylast=True)
+def passhost_tir_to_runtime(target: Any, mod: Any) -> Any:
+    """The fallback code generation: the target kind's own ``tir_to_runtime``, if any."""
+    return _kind_hook(target, "tir_to_runtime", mod)
+
+
+def _kind_hook(target: Any, name: str, mod: Any) -> Any:
+    """``target.kind.<name>(target, mod)``, or None when the kind has no such function."""
+    function = getattr(getattr(target, "kind", None), name, None)
+    return None if function is None else function(target, mod)
+
+
 @hookimpl
 def passhost_register_config_options() -> list[OptionSpec]:
     """The host's PassContext config options (their names are constants of the modules

@@ -266,7 +266,10 @@ _COLUMNS: dict[str, tuple[tuple[str, Any], ...]] = {
                ("OPTIONS", _options_cell)),
     "instruments": (("OPTIONS", _options_cell),),
     "config_options": (("TYPE", lambda s: s.type.name), ("DEFAULT", _default_text)),
-    "targets": (),
+    "targets": (("KEYS", lambda s: ", ".join(getattr(s, "keys", ())) or "-"),
+                ("HOST", lambda s: "yes" if getattr(s, "host", False) else "-"),
+                ("OPTIONS", _options_cell),
+                ("TAGS", lambda s: ", ".join(getattr(s, "tags", {})) or "-")),
     "pipelines": (("PASSES", lambda s: s.text),),
 }
 
@@ -302,7 +305,17 @@ def _entry_document(attr: str, spec: Any) -> dict[str, Any]:
         return {"type": spec.type.name, "default": _jsonable(spec.default)}
     if attr == "pipelines":
         return {"text": spec.text}
-    return {"options": [_option_document(o) for o in _options(spec)]}
+    return _target_document(spec)
+
+
+def _target_document(kind: Any) -> dict[str, Any]:
+    """A target kind's fields: keys, whether it is a host kind, options, tags (option
+    values as text) and the passes it inserts per TIR phase."""
+    return {"keys": list(getattr(kind, "keys", ())), "host": bool(getattr(kind, "host", False)),
+            "options": [_option_document(o) for o in _options(kind)],
+            "tags": _jsonable({tag: dict(values)
+                               for tag, values in getattr(kind, "tags", {}).items()}),
+            "phase_passes": _jsonable(dict(getattr(kind, "phase_passes", {})))}
 
 
 def registry_document(host: PluginHost, attr: str) -> dict[str, Any]:
