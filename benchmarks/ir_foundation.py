@@ -10,24 +10,14 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
 
 import numpy as np
+from timing import median_ms
 
 from passhost import relay, text
 from passhost.ir import structural_equal, structural_hash
 from passhost.relay.testing import resnet
 from passhost.relay.type_infer import infer_type
-
-
-def median_ms(fn: Callable[[], object], repeat: int = 5) -> float:
-    """Median wall time of ``fn`` in milliseconds."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
 
 
 def infer_fresh_ms(printed: str, repeat: int = 10) -> float:

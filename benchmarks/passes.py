@@ -18,12 +18,12 @@ Each figure is the median of several runs.
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
+
+from timing import median_ms
 
 from passhost import relay
 from passhost.ir.module import IRModule
@@ -42,16 +42,6 @@ PEER_MS = {"InferType": ("seed Relay", 8.0), "FoldScaleAxis (seed input)": ("see
 CONV_BIAS_RELU = [("demo.conv2d_bias_relu",
                    is_op("nn.relu")(is_op("add")(is_op("nn.conv2d")(wildcard(), is_constant()),
                                                  is_constant())))]
-
-
-def median_ms(run: Callable[[], object], repeat: int) -> float:
-    """Median wall time of ``run`` in milliseconds."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
 
 
 def bound_model(name: str) -> IRModule:
