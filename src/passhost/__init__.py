@@ -2,14 +2,15 @@
 
 Importing this package is cheap and loads no plugins; subpackages (``passhost.relay``,
 ``passhost.transform``, ``passhost.plugins``, ...) are imported on demand.
-``passhost.hookimpl`` marks a plugin's hook implementations.
+``passhost.hookimpl`` marks a plugin's hook implementations; ``passhost.build`` compiles a
+module for a target (docs/targets.md).
 """
 
 from __future__ import annotations
 
 from passhost._version import __version__
 
-__all__ = ["__version__", "hookimpl"]
+__all__ = ["__version__", "build", "hookimpl"]
 
 
 def __getattr__(name: str) -> object:
@@ -17,4 +18,8 @@ def __getattr__(name: str) -> object:
         from passhost.plugins.hookspecs import hookimpl
 
         return hookimpl
+    if name == "build":
+        from passhost.backend.build import build
+
+        return build
     raise AttributeError(f"module 'passhost' has no attribute {name!r}")

@@ -13,7 +13,7 @@ from typing import Any
 from passhost.errors import OptionError
 from passhost.plugins.hookspecs import hookimpl
 from passhost.plugins.options import BOOL, INT, STR, STR_LIST, STR_LIST_MAP, OptionSpec
-from passhost.plugins.specs import InstrumentSpec, PassSpec
+from passhost.plugins.specs import InstrumentSpec, PassSpec, PipelineSpec
 
 
 def lazy_factory(module: str, name: str) -> Callable[..., Any]:
@@ -31,6 +31,10 @@ def lazy_factory(module: str, name: str) -> Callable[..., Any]:
 def passhost_register_passes() -> list[PassSpec]:
     """The host's passes."""
     return [*_graph_passes(),
+        PassSpec("LowerTE", lazy_factory("passhost.backend.lower_te", "LowerTE"), 0,
+                 ("InferType",), "lower fused functions to PrimFuncs of kernel calls",
+                 options=[OptionSpec("target", STR, "cpu",
+                                     "the target kind written in each PrimFunc")]),
         PassSpec("PrintIR", lazy_factory("passhost.transform.print_ir", "PrintIR"), 0,
                  summary="write the module's text to stderr", options=[
                      OptionSpec("header", str, "", "a header printed before the module"),
@@ -83,6 +87,15 @@ def _graph_passes() -> list[PassSpec]:
         _graph_pass("PartitionGraph", "partition_graph", 0, (),
                     "move annotated regions into functions tagged Compiler=<kind>"),
     ]
+
+
+@hookimpl
+def passhost_register_pipelines() -> list[PipelineSpec]:
+    """The pipeline the build flow's Optimize step runs (each pass gated by opt level)."""
+    return [PipelineSpec(
+        "optimize", "InferType,SimplifyInference,FoldConstant,FoldScaleAxis,CanonicalizeOps,"
+        "FoldConstant,EliminateCommonSubexpr,DeadCodeElimination",
+        "the graph optimisations passhost.build runs before partitioning")]
 
 
 @hookimpl(trylast=True)

@@ -1,4 +1,5 @@
-"""The ``passhost`` command: plugin and registry listings, ``opt``, the model zoo.
+"""The ``passhost`` command: plugin and registry listings, ``opt``, ``compile`` and ``run``
+(in :mod:`passhost.cli_compile`), the model zoo.
 
 Only argument parsing lives at module level, so ``passhost --version`` imports no plugin
 machinery; each command imports what it needs. The tables and JSON documents are made by
@@ -281,6 +282,10 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--hide-meta-data", action="store_true",
                      help="elide large constants (the output then no longer parses back)")
     opt.set_defaults(func=_opt)
+
+    from passhost.cli_compile import add_commands
+
+    add_commands(sub, _opt_level)
 
     zoo = sub.add_parser("zoo", help="the built-in model zoo")
     zoo_sub = zoo.add_subparsers(dest="zoo_command", metavar="ZOO_COMMAND", required=True)

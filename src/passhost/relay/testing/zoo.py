@@ -53,14 +53,25 @@ _MODELS: dict[str, tuple[Callable[[], Workload], str]] = {
 }
 
 
+#: Short names (as ``passhost compile`` users type them) for zoo models.
+ALIASES = {"resnet18": "resnet-18", "resnet34": "resnet-34", "resnet50": "resnet-50",
+           "mobilenet": "mobilenet-v1", "mobilenetv2": "mobilenet-v2"}
+
+
 def list_models() -> list[tuple[str, str]]:
     """(name, description) of every zoo model."""
     return [(name, desc) for name, (_, desc) in _MODELS.items()]
 
 
+def is_model(name: str) -> bool:
+    """Whether ``name`` (or its alias) names a zoo model."""
+    return ALIASES.get(name, name) in _MODELS
+
+
 def get_model(name: str) -> Workload:
-    """Build zoo model ``name``: its module and its (deterministic) parameters."""
-    entry = _MODELS.get(name)
+    """Build zoo model ``name`` (or an alias such as ``resnet18``): its module and its
+    (deterministic) parameters."""
+    entry = _MODELS.get(ALIASES.get(name, name))
     if entry is None:
-        raise UnknownNameError("zoo model", name, _MODELS)
+        raise UnknownNameError("zoo model", name, [*_MODELS, *ALIASES])
     return entry[0]()

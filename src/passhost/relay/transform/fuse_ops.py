@@ -139,7 +139,7 @@ def _users(order: list[BaseExpr], root: BaseExpr) -> dict[int, object]:
     """Node id -> its only user, or ``_SHARED`` when several nodes (or the caller) use it."""
     users: dict[int, object] = {id(root): _SHARED}
     for node in order:
-        if isinstance(node, Function):
+        if isinstance(node, (Function, GlobalVar)):
             continue
         for child in node.children():
             previous = users.setdefault(id(child), node)
@@ -271,7 +271,7 @@ def _rebuild(root: BaseExpr, groups: dict[int, tuple[Function, list[BaseExpr]]],
         group = groups.get(id(node))
         if group is not None:
             return group[1]
-        return () if isinstance(node, Function) else node.children()
+        return () if isinstance(node, (Function, GlobalVar)) else node.children()
 
     new: dict[int, BaseExpr] = {}
     for node in traversal.post_order([root], children):

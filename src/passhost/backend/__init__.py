@@ -1,0 +1,17 @@
+"""The build flow: partitioning, default lowering, executor codegen (docs/targets.md)."""
+
+from passhost.backend.build import BuildError, build, build_passes
+from passhost.backend.kernel_call import (
+    KernelCall,
+    KernelCallError,
+    decode_kernel_call,
+    kernel_call,
+)
+from passhost.backend.lower_primitive import LoweringError, lower_primitive
+from passhost.backend.lower_te import LowerTE
+from passhost.backend.memory_plan import plan_executor
+
+__all__ = [
+    "BuildError", "KernelCall", "KernelCallError", "LowerTE", "LoweringError", "build",
+    "build_passes", "decode_kernel_call", "kernel_call", "lower_primitive", "plan_executor",
+]

@@ -1,0 +1,178 @@
+"""The ``passhost compile`` and ``passhost run`` commands."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from passhost.cli import (
+    CommandError,
+    make_instruments,
+    parse_config,
+    read_module,
+    render_instruments,
+)
+
+__all__ = ["add_commands", "compile_command", "run_command"]
+
+
+def _read_model(source: str) -> tuple[Any, dict[str, Any]]:
+    """(module, params) of MODEL: a zoo name (``resnet18``, ``zoo:resnet-18``) or a file
+    in the IR text format (its weights are constants inside it)."""
+    from passhost.relay.testing.zoo import get_model, is_model
+
+    name = source[len("zoo:"):] if source.startswith("zoo:") else source
+    if source.startswith("zoo:") or (is_model(name) and not os.path.exists(source)):
+        return get_model(name)
+    return read_module(source), {}
+
+
+def _instruments(args: argparse.Namespace) -> list[Any]:
+    from passhost.instrument import DumpIR, PassPrintingInstrument
+
+    instruments = make_instruments(args.instrument)
+    if args.print_ir_after:
+        instruments.append(PassPrintingInstrument((), tuple(args.print_ir_after)))
+    if args.dump_ir:
+        instruments.append(DumpIR(args.dump_ir))
+    return instruments
+
+
+def compile_command(args: argparse.Namespace) -> int:
+    """Compile MODEL for --target and write the artifact to -o."""
+    from passhost.backend import build
+    from passhost.target import parse_targets
+    from passhost.transform import PassContext
+
+    targets = parse_targets(args.target)
+    config = parse_config(args.config)
+    instruments = _instruments(args)
+    mod, params = _read_model(args.model)
+    start = time.perf_counter()
+    with PassContext(opt_level=args.opt_level, disabled_pass=args.disabled_pass,
+                     instruments=instruments, config=config):
+        try:
+            compiled = build(mod, targets, params)
+        finally:
+            render_instruments(instruments)
+    elapsed = time.perf_counter() - start
+    try:
+        compiled.save(args.output)
+    except OSError as err:
+        raise CommandError(f"cannot write {args.output}: {err.strerror or err}") from None
+    plan = compiled.plan
+    print(f"compiled {args.model} for {compiled.target} in {elapsed * 1e3:.0f} ms: "
+          f"{len(plan.steps)} calls, {len(plan.storage_sizes)} buffers "
+          f"({sum(plan.storage_sizes) / 1e6:.1f} MB), {len(compiled.params)} parameters")
+    print(f"wrote {args.output}")
+    return 0
+
+
+def _read_inputs(items: list[str], names: list[str]) -> dict[str, Any]:
+    import numpy as np
+
+    inputs = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep:
+            if len(names) != 1:
+                raise CommandError(f"--input takes NAME=FILE.npy (the inputs are {names}), "
+                                   f"found {item!r}")
+            name, path = names[0], item
+        try:
+            inputs[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as err:
+            raise CommandError(f"cannot read input {name!r} from {path}: {err}") from None
+    return inputs
+
+
+def _summary(arr: Any) -> str:
+    import numpy as np
+
+    flat = np.asarray(arr).reshape(-1)
+    text = f"{arr.dtype.name}{list(arr.shape)}"
+    if flat.size == 0:
+        return text
+    f = flat.astype(np.float64)
+    text += f"  min {f.min():.6g}  max {f.max():.6g}  mean {f.mean():.6g}"
+    if flat.size > 1:
+        top = np.argsort(f)[::-1][:5]
+        text += "  top: " + ", ".join(f"[{i}] {f[i]:.4g}" for i in top)
+    return text
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Load an artifact, run it on the given (or random) inputs, print the outputs."""
+    import numpy as np
+
+    from passhost.ir.types import TensorType
+    from passhost.relay.testing.op_examples import random_arrays
+    from passhost.runtime import load_artifact
+
+    compiled = load_artifact(args.artifact)
+    executor = compiled.executor()
+    info = executor.input_info()
+    given = _read_inputs(args.input, [n for n, _, _ in info])
+    randoms = random_arrays([TensorType(shape, dtype) for _, shape, dtype in info],
+                            seed=args.seed)
+    for (name, _, _), arr in zip(info, randoms):
+        executor.set_input(name, given.pop(name) if name in given else arr)
+    if given:
+        raise CommandError(f"unknown inputs {sorted(given)}; the model's inputs are "
+                           f"{[n for n, _, _ in info]}")
+    times = []
+    for _ in range(max(args.repeat, 1)):
+        start = time.perf_counter()
+        executor.run()
+        times.append(time.perf_counter() - start)
+    print(f"ran {args.artifact} ({compiled.target})")
+    outputs = [executor.get_output(i) for i in range(executor.num_outputs)]
+    for i, out in enumerate(outputs):
+        print(f"output {i}: {_summary(out)}")
+    if args.repeat > 1:
+        ms = sorted(t * 1e3 for t in times)
+        print(f"latency over {len(ms)} runs: median {ms[len(ms) // 2]:.2f} ms, "
+              f"min {ms[0]:.2f} ms")
+    if args.output:
+        np.savez(args.output, **{f"output{i}": o for i, o in enumerate(outputs)})
+        print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def add_commands(sub: Any, opt_level: Any) -> None:
+    """Add ``compile`` and ``run`` to the ``passhost`` subcommand parsers."""
+    comp = sub.add_parser("compile", help="compile a model for a target into an artifact")
+    comp.add_argument("model", metavar="MODEL",
+                      help="a zoo model (resnet18, resnet50, mobilenet, mlp, ...; see passhost "
+                           "zoo list) or a module in the IR text format")
+    comp.add_argument("--target", required=True, metavar="TARGET",
+                      help='the targets, e.g. "cpu" or "cmsis-nn -mcpu=cortex-m55, cpu"')
+    comp.add_argument("-o", "--output", required=True, metavar="OUT",
+                      help="the artifact file to write (.tar)")
+    comp.add_argument("-O", "--opt-level", type=opt_level, default=3, metavar="N",
+                      help="the PassContext opt level (default 3)")
+    comp.add_argument("--instrument", action="append", default=[], metavar="SPEC",
+                      help="a pass instrument: NAME or NAME{key=value,...} (repeatable)")
+    comp.add_argument("--pass-config", "--config", dest="config", action="append",
+                      default=[], metavar="KEY=VALUE",
+                      help="a PassContext config option (repeatable)")
+    comp.add_argument("--disabled-pass", action="append", default=[], metavar="NAME",
+                      help="a pass that never runs (repeatable)")
+    comp.add_argument("--print-ir-after", action="append", default=[], metavar="NAME",
+                      help="print the module after the pass NAME (repeatable)")
+    comp.add_argument("--dump-ir", metavar="DIR",
+                      help="write the module after each pass to DIR/NNN_<pass>.txt")
+    comp.set_defaults(func=compile_command)
+
+    run = sub.add_parser("run", help="run a compiled artifact")
+    run.add_argument("artifact", metavar="ARTIFACT", help="a .tar written by passhost compile")
+    run.add_argument("--input", action="append", default=[], metavar="NAME=FILE",
+                     help="an input from a .npy file (repeatable; random inputs otherwise)")
+    run.add_argument("--repeat", type=int, default=1, metavar="N",
+                     help="run N times and print the latency (median, min)")
+    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    run.add_argument("-o", "--output", metavar="OUT.npz", help="save the outputs here")
+    run.set_defaults(func=run_command)

@@ -1,0 +1,116 @@
+"""The executor: runs an executor plan over preallocated memory.
+
+Storage blocks are allocated once, when the executor is made; every tensor is a view of
+its block, an input buffer or a parameter array. ``run`` then only calls the step
+functions in order on arrays it resolved up front, so the per-step cost is one Python call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from passhost.errors import PasshostError
+from passhost.runtime.module import Module, find_function, run_scope
+from passhost.runtime.plan import ExecutorPlan
+
+__all__ = ["Executor", "ExecutorError"]
+
+
+class ExecutorError(PasshostError):
+    """Bad inputs to an executor, or a plan its modules cannot run."""
+
+
+class Executor:
+    """Runs a compiled model: ``set_input``, ``run``, ``get_output``, or call it with
+    arrays (positionally in input order, or by input name) to get the outputs back."""
+
+    def __init__(self, plan: ExecutorPlan, module: Module,
+                 params: Mapping[str, np.ndarray]) -> None:
+        self.plan = plan
+        self.module = module
+        storages = [np.empty(max(size, 1), np.uint8) for size in plan.storage_sizes]
+        arrays: list[np.ndarray] = []
+        self._inputs: dict[str, np.ndarray] = {}
+        for t in plan.tensors:
+            if t.kind == "storage":
+                arr = storages[t.storage][:t.nbytes].view(t.dtype).reshape(t.shape)
+            elif t.kind == "input":
+                arr = self._inputs.setdefault(t.name, np.zeros(t.shape, t.dtype))
+            else:
+                arr = self._param(params, t)
+            arrays.append(arr)
+        self._arrays = arrays
+        self._steps: list[tuple[Callable[..., Any], tuple[np.ndarray, ...]]] = []
+        for step in plan.steps:
+            func = find_function(module, step.func)
+            if func is None:
+                raise ExecutorError(f"no runtime module has function {step.func!r}")
+            self._steps.append((func, tuple(arrays[a] for a in step.args)))
+        self.input_names = [name for name, _ in plan.inputs]
+
+    @staticmethod
+    def _param(params: Mapping[str, np.ndarray], t: Any) -> np.ndarray:
+        if t.name not in params:
+            raise ExecutorError(f"parameter {t.name!r} is missing")
+        arr = np.ascontiguousarray(params[t.name])
+        if arr.shape != t.shape or arr.dtype.name != t.dtype:
+            raise ExecutorError(f"parameter {t.name!r}: expected {t.dtype}{list(t.shape)}, "
+                                f"found {arr.dtype.name}{list(arr.shape)}")
+        arr = arr.view()
+        arr.flags.writeable = False
+        return arr
+
+    @property
+    def num_outputs(self) -> int:
+        """How many outputs the model has."""
+        return len(self.plan.outputs)
+
+    def set_input(self, key: str | int, value: Any) -> None:
+        """Copy ``value`` into input ``key`` (a name or a position), checking its shape and
+        dtype."""
+        name = self.input_names[key] if isinstance(key, int) else key
+        if name not in self._inputs:
+            raise ExecutorError(f"unknown input {name!r}; the inputs are {self.input_names}")
+        dest = self._inputs[name]
+        arr = np.asarray(value)
+        if arr.shape != dest.shape or arr.dtype != dest.dtype:
+            raise ExecutorError(f"input {name!r}: expected {dest.dtype.name}"
+                                f"{list(dest.shape)}, found {arr.dtype.name}{list(arr.shape)}")
+        np.copyto(dest, arr)
+
+    def run(self) -> None:
+        """Run every step once on the current inputs."""
+        with run_scope(self.module):
+            for func, args in self._steps:
+                func(*args)
+
+    def get_output(self, index: int) -> np.ndarray:
+        """Output ``index`` (a view of the executor's memory: the next run overwrites it)."""
+        if not 0 <= index < len(self.plan.outputs):
+            raise ExecutorError(f"output {index} does not exist; the model has "
+                                f"{len(self.plan.outputs)}")
+        return self._arrays[self.plan.outputs[index]]
+
+    def __call__(self, *inputs: Any, **named: Any) -> list[np.ndarray]:
+        """Set the inputs, run, and return copies of all outputs."""
+        if inputs and named:
+            raise ExecutorError("give inputs either positionally or by name, not both")
+        if inputs:
+            if len(inputs) != len(self.input_names):
+                raise ExecutorError(f"expected {len(self.input_names)} inputs "
+                                    f"{self.input_names}, found {len(inputs)}")
+            named = dict(zip(self.input_names, inputs))
+        missing = [n for n in self.input_names if n not in named]
+        if missing:
+            raise ExecutorError(f"missing inputs {missing}")
+        for name, value in named.items():
+            self.set_input(name, value)
+        self.run()
+        return [self.get_output(i).copy() for i in range(self.num_outputs)]
+
+    def input_info(self) -> Sequence[tuple[str, tuple[int, ...], str]]:
+        """(name, shape, dtype) of every input."""
+        return [(n, t.shape, t.dtype) for n, t in self.plan.inputs]

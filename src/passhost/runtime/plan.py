@@ -1,0 +1,126 @@
+"""The executor plan: what to call in which order, over which memory.
+
+Plain data, saved as JSON in artifacts. Tensors are numbered; each is an input, a
+parameter (weights, by name) or a view of a storage block. Storage blocks are shared by
+tensors whose lifetimes do not overlap (see :mod:`passhost.backend.memory_plan`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from attrs import frozen
+
+from passhost.errors import PasshostError
+
+__all__ = ["ExecutorPlan", "PlanError", "Step", "TensorEntry"]
+
+
+class PlanError(PasshostError):
+    """An executor plan is malformed (in an artifact, or built wrongly)."""
+
+
+@frozen
+class TensorEntry:
+    """One tensor: ``kind`` is ``input`` (``name`` is the input's), ``param`` (``name``
+    is the parameter's) or ``storage`` (``storage`` is the block it lives in)."""
+
+    kind: str
+    shape: tuple[int, ...]
+    dtype: str
+    name: str = ""
+    storage: int = -1
+
+    @property
+    def nbytes(self) -> int:
+        """The size of the tensor in bytes."""
+        import numpy as np
+
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+
+@frozen
+class Step:
+    """One call: ``func`` (a runtime function name) on tensors ``args`` (inputs, then
+    outputs)."""
+
+    func: str
+    args: tuple[int, ...]
+
+
+@frozen
+class ExecutorPlan:
+    """Tensors, storage block sizes, the calls in order and the output tensors."""
+
+    tensors: tuple[TensorEntry, ...]
+    storage_sizes: tuple[int, ...]
+    steps: tuple[Step, ...]
+    outputs: tuple[int, ...]
+
+    @property
+    def inputs(self) -> list[tuple[str, TensorEntry]]:
+        """(name, tensor) of every graph input, in order."""
+        return [(t.name, t) for t in self.tensors if t.kind == "input"]
+
+    @property
+    def param_names(self) -> list[str]:
+        """The names of the parameters the plan reads."""
+        return [t.name for t in self.tensors if t.kind == "param"]
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as JSON-able data."""
+        return {
+            "tensors": [{"kind": t.kind, "shape": list(t.shape), "dtype": t.dtype,
+                         "name": t.name, "storage": t.storage} for t in self.tensors],
+            "storage_sizes": list(self.storage_sizes),
+            "steps": [{"func": s.func, "args": list(s.args)} for s in self.steps],
+            "outputs": list(self.outputs),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ExecutorPlan:
+        """Read a plan written by :meth:`to_json`, checking every reference."""
+        try:
+            tensors = tuple(TensorEntry(str(t["kind"]), tuple(int(d) for d in t["shape"]),
+                                        str(t["dtype"]), str(t.get("name", "")),
+                                        int(t.get("storage", -1)))
+                            for t in data["tensors"])
+            plan = cls(tensors, tuple(int(s) for s in data["storage_sizes"]),
+                       tuple(Step(str(s["func"]), tuple(int(a) for a in s["args"]))
+                             for s in data["steps"]),
+                       tuple(int(o) for o in data["outputs"]))
+        except (KeyError, TypeError, ValueError) as err:
+            raise PlanError(f"malformed executor plan: {type(err).__name__}: {err}") from None
+        plan.check()
+        return plan
+
+    def check(self) -> None:
+        """Raise :class:`PlanError` unless every reference in the plan is valid."""
+        import numpy as np
+
+        n = len(self.tensors)
+        for i, t in enumerate(self.tensors):
+            if t.kind not in ("input", "param", "storage"):
+                raise PlanError(f"tensor {i}: unknown kind {t.kind!r}")
+            try:
+                np.dtype(t.dtype)
+            except TypeError:
+                raise PlanError(f"tensor {i}: unknown dtype {t.dtype!r}") from None
+            if any(d < 0 for d in t.shape):
+                raise PlanError(f"tensor {i}: negative dimension in {t.shape}")
+            if t.kind == "storage":
+                if not 0 <= t.storage < len(self.storage_sizes):
+                    raise PlanError(f"tensor {i}: storage {t.storage} does not exist")
+                if t.nbytes > self.storage_sizes[t.storage]:
+                    raise PlanError(f"tensor {i} ({t.nbytes} bytes) does not fit storage "
+                                    f"{t.storage} ({self.storage_sizes[t.storage]} bytes)")
+            elif not t.name:
+                raise PlanError(f"tensor {i}: an {t.kind} needs a name")
+        for j, step in enumerate(self.steps):
+            bad = [a for a in step.args if not 0 <= a < n]
+            if bad:
+                raise PlanError(f"step {j} ({step.func}): unknown tensors {bad}")
+        bad = [o for o in self.outputs if not 0 <= o < n]
+        if bad:
+            raise PlanError(f"unknown output tensors {bad}")

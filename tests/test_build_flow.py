@@ -1,0 +1,188 @@
+"""The build flow: every step an instrumented pass, the two target hooks called at their
+points with the right modules, the default lowering, the executor and its memory plan.
+
+The host target here is ``ref-host`` (tests/toy_targets.py), whose runtime runs each
+kernel call with the operator's reference kernel; the cpu target has its own tests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import passhost
+from passhost import relay as ops
+from passhost.backend import BuildError, LowerTE, build
+from passhost.ir.module import IRModule
+from passhost.relay import var
+from passhost.relay.expr import Function
+from passhost.relay.interpreter import evaluate
+from passhost.relay.testing.zoo import get_model
+from passhost.tir import PrimFunc
+from passhost.transform import PassContext
+from passhost_timing import PassTimingInstrument
+from toy_targets import RefHostPlugin, ToyPlugin
+
+
+@pytest.fixture
+def toy(register_plugin) -> ToyPlugin:
+    plugin = ToyPlugin()
+    register_plugin(RefHostPlugin(), "ref-host")
+    register_plugin(plugin, "toy")
+    return plugin
+
+
+def _conv_add_model() -> tuple[IRModule, dict[str, np.ndarray]]:
+    x = var("x", shape=(1, 4, 8, 8))
+    w = var("w", shape=(6, 4, 3, 3))
+    b = var("b", shape=(6, 1, 1))
+    y = ops.nn.relu(ops.add(ops.nn.conv2d(x, w, padding=(1, 1)), b))
+    z = ops.add(y, y)
+    rng = np.random.default_rng(0)
+    params = {"w": rng.standard_normal((6, 4, 3, 3)).astype("float32"),
+              "b": rng.standard_normal((6, 1, 1)).astype("float32")}
+    return IRModule.from_expr(Function([x, w, b], z)), params
+
+
+def _names(profiles) -> list[str]:
+    out, stack = [], list(profiles)
+    while stack:
+        p = stack.pop(0)
+        out.append(p.name)
+        stack[:0] = p.children
+    return out
+
+
+def test_build_matches_the_interpreter_and_times_every_step(toy):
+    mod, params = _conv_add_model()
+    x = np.random.default_rng(1).standard_normal((1, 4, 8, 8)).astype("float32")
+    timing = PassTimingInstrument()
+    with PassContext(opt_level=3, instruments=[timing]):
+        compiled = build(mod, "toy, ref-host", params)
+        top = timing.profile()
+    got = compiled.executor()(x)[0]
+    want = evaluate(mod, x=x, **params)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert [p.name for p in top] == ["build"]
+    # InferType also runs before FuseOps and LowerTE, which require it
+    steps = [p.name for p in top[0].children if p.name != "InferType"]
+    assert steps == ["BindParams", "Optimize", "Partition.toy", "FuseOps", "RelayToTIR.toy",
+                     "LowerTE", "tir.phase1", "TIRToRuntime.toy", "TIRToRuntime.ref-host",
+                     "Package"]
+    names = _names(top)
+    for inner in ("SimplifyInference", "FoldConstant", "MergeComposite", "AnnotateTarget",
+                  "PartitionGraph", "ToyPhasePass"):
+        assert inner in names
+
+
+def test_hooks_get_the_right_modules_at_their_points(toy):
+    mod, params = _conv_add_model()
+    with PassContext(opt_level=3):
+        compiled = build(mod, "toy, ref-host", params)
+    kinds = [e[0] for e in toy.events]
+    assert kinds == ["relay_to_tir", "tir.phase1", "tir_to_runtime"]
+    before = toy.events[0][1]
+    owned = [n for n, f in before.items() if isinstance(f, Function)
+             and f.attrs.get("Compiler") == "toy"]
+    assert owned, "relay_to_tir sees the partitioned functions"
+    assert not any(isinstance(f, PrimFunc) for f in before.functions.values()), \
+        "relay_to_tir runs before the default lowering"
+    phase = toy.events[1][1]
+    prims = {n: f.attrs["target"] for n, f in phase.items() if isinstance(f, PrimFunc)}
+    assert set(prims.values()) == {"toy", "ref-host"}
+    runtime_mod = toy.events[2][1]
+    assert sorted(runtime_mod) == sorted(owned), "tir_to_runtime gets only its PrimFuncs"
+    assert [m.type_key for m in compiled.module.imported_modules] == ["toy"]
+
+
+def test_external_target_without_relay_to_tir_is_an_error(register_plugin, toy):
+    from passhost.relay.dataflow_pattern import is_op, wildcard
+    from passhost.target import TargetKind
+
+    class NoLowering:
+        @passhost.hookimpl
+        def passhost_register_targets(self):
+            return [TargetKind("lazy", pattern_table=[("lazy.add", is_op("add")(
+                wildcard(), wildcard()))])]
+
+    register_plugin(NoLowering(), "lazy")
+    mod, params = _conv_add_model()
+    with pytest.raises(BuildError, match=r"'lazy' was given .* no relay_to_tir"), \
+            PassContext(opt_level=3):
+        build(mod, "lazy, ref-host", params)
+
+
+@pytest.mark.parametrize("name", ["resnet-18", "mobilenet-v2", "mlp", "transformer"])
+def test_zoo_models_through_the_default_lowering(toy, name):
+    mod, params = get_model(name)
+    main = mod["main"]
+    inputs = {p.name_hint: np.random.default_rng(2).uniform(-1, 1, p.checked_type.shape)
+              .astype(p.checked_type.dtype) for p in main.params if p.name_hint not in params}
+    with PassContext(opt_level=3):
+        compiled = build(mod, "ref-host", params)
+    got = compiled.executor()(**inputs)
+    want = evaluate(mod, **inputs, **params)
+    want = list(want) if isinstance(want, tuple) else [want]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_memory_plan_reuses_buffers_without_overlapping_lifetimes(toy):
+    mod, params = get_model("resnet-18")
+    with PassContext(opt_level=3):
+        plan = build(mod, "ref-host", params).plan
+    # independent liveness: a tensor lives from the step writing it to its last reader
+    # (outputs to the end); tensors sharing a block must not both be live
+    first, last = {}, {}
+    for i, step in enumerate(plan.steps):
+        for a in step.args:
+            first.setdefault(a, i)
+            last[a] = i
+    for o in plan.outputs:
+        last[o] = len(plan.steps)
+    ids = [i for i, t in enumerate(plan.tensors) if t.kind == "storage"]
+    peak = max(sum(plan.tensors[t].nbytes for t in ids if first[t] <= i <= last[t])
+               for i in range(len(plan.steps)))
+    assert len(plan.storage_sizes) <= 4
+    assert sum(plan.storage_sizes) <= 1.5 * peak
+    for a in ids:
+        for b in ids:
+            if a < b and plan.tensors[a].storage == plan.tensors[b].storage:
+                assert last[a] <= first[b] or last[b] <= first[a], (a, b)
+
+
+def test_opt_level_zero_lowers_every_operator_alone(toy):
+    mod, params = _conv_add_model()
+    with PassContext(opt_level=0):
+        compiled = build(mod, "ref-host", params)
+    assert len(compiled.plan.steps) == 4  # conv2d, add, relu, add: no fusion at O0
+    x = np.ones((1, 4, 8, 8), "float32")
+    np.testing.assert_allclose(compiled.executor()(x)[0], evaluate(mod, x=x, **params),
+                               rtol=1e-5)
+
+
+def test_lower_te_shares_structurally_equal_functions(toy):
+    mod, params = get_model("resnet-18")
+    with PassContext(opt_level=3):
+        compiled = build(mod, "ref-host", params)
+    funcs = compiled.tir["ref-host"]
+    assert len(funcs) < len(compiled.plan.steps)
+    assert LowerTE().info.name == "LowerTE"
+
+
+def test_build_does_not_change_its_input(toy):
+    mod, params = _conv_add_model()
+    text = mod.astext()
+    with PassContext(opt_level=3, config={"testing.immutable_module": True}):
+        build(mod, "toy, ref-host", params)
+    assert mod.astext() == text
+
+
+def test_unknown_target_and_bad_list_errors(toy):
+    mod, params = _conv_add_model()
+    with pytest.raises(passhost.errors.UnknownNameError, match=r"did you mean.*'toy'"):
+        build(mod, "toyy, ref-host", params)
+    with pytest.raises(passhost.target.TargetError, match="host"):
+        build(mod, "toy", params)
+    with pytest.raises(TypeError, match="IRModule"):
+        build(mod["main"], "cpu", params)
