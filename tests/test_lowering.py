@@ -9,7 +9,7 @@ import pytest
 from passhost import relay
 from passhost.backend import KernelCallError, decode_kernel_call, kernel_call, lower_primitive
 from passhost.backend.kernel_call import COPY
-from passhost.errors import UnknownNameError
+from passhost.errors import AttrError
 from passhost.relay.expr import Function
 from passhost.relay.op.nn import Conv2DAttrs
 from passhost.relay.op.registry import get_op
@@ -57,7 +57,7 @@ def test_kernel_call_round_trip_with_tuple_inputs_and_several_outputs():
     ('{"attrs":{},"inputs":[1],"outputs":1}', 0, KernelCallError,
      "expected 1 output and 1 input"),
     ('{"attrs":{},"inputs":[1,1],"outputs":1}', 3, KernelCallError, "2 inputs, the operator"),
-    ('{"attrs":{"axis":1},"inputs":[1],"outputs":1}', 2, UnknownNameError, "axis"),
+    ('{"attrs":{"axis":1},"inputs":[1],"outputs":1}', 2, AttrError, "axis"),
 ])
 def test_malformed_kernel_calls(signature, buffers, error, message):
     bufs = [decl_buffer((2,), "float32", f"b{i}") for i in range(buffers)]
