@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The developer entry point (the README's quick start):
-#   bash dev.sh demo   - set up, then compile and run a zoo model (the main job)
+#   bash dev.sh demo   - set up, then compile ResNet-18 for the cpu target with the timing
+#                        instrument on, and run the artifact (the main job)
 #   bash dev.sh test   - set up, then lint and run the whole test suite
 # Setup creates a virtual environment (.venv, or $PASSHOST_VENV) and installs passhost,
 # its plugins, the example plugin distributions and the test tools into it; it needs only
@@ -24,7 +25,9 @@ setup() {
 case "${1:-}" in
   demo)
     setup
-    "$venv/bin/passhost" zoo run resnet-18
+    mkdir -p build
+    "$venv/bin/passhost" compile resnet18 --target cpu --instrument timing -o build/resnet18.tar
+    "$venv/bin/passhost" run build/resnet18.tar --repeat 10
     ;;
   test)
     shift

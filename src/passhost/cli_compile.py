@@ -22,10 +22,11 @@ __all__ = ["add_commands", "compile_command", "run_command"]
 def _read_model(source: str) -> tuple[Any, dict[str, Any]]:
     """(module, params) of MODEL: a zoo name (``resnet18``, ``zoo:resnet-18``) or a file
     in the IR text format (its weights are constants inside it)."""
-    from passhost.relay.testing.zoo import get_model, is_model
+    from passhost.relay.testing.zoo import get_model
 
     name = source[len("zoo:"):] if source.startswith("zoo:") else source
-    if source.startswith("zoo:") or (is_model(name) and not os.path.exists(source)):
+    looks_like_path = os.sep in source or "." in os.path.basename(source)
+    if source.startswith("zoo:") or not (os.path.exists(source) or looks_like_path):
         return get_model(name)
     return read_module(source), {}
 
