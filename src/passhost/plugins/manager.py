@@ -37,7 +37,7 @@ _SPEC_CLASSES: dict[str, tuple[type, ...]] = {
     "instruments": (InstrumentSpec,),
     "config_options": (OptionSpec,),
     "pipelines": (PipelineSpec,),
-    "targets": (object,),
+    "targets": (),  # TargetKind, imported when checking (see _spec_classes)
 }
 
 
@@ -217,8 +217,18 @@ class PluginHost:
         return self.registries.conflicts()
 
 
+def _spec_classes(attr: str) -> tuple[type, ...]:
+    if attr == "targets":
+        # target kinds are plain data that import nothing of the IR; importing them here
+        # (not at module level) keeps the plugin layer free of the layers above it
+        from passhost.target.kind import TargetKind
+
+        return (TargetKind,)
+    return _SPEC_CLASSES[attr]
+
+
 def _check_specs(plugin: str, hook: str, attr: str, specs: list[Any]) -> None:
-    classes = _SPEC_CLASSES[attr]
+    classes = _spec_classes(attr)
     for spec in specs:
         if not isinstance(spec, classes) or not isinstance(getattr(spec, "name", None), str):
             expected = " or ".join(c.__name__ for c in classes)

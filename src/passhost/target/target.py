@@ -23,10 +23,10 @@ from typing import Any, Literal, overload
 from attrs import frozen
 from packaging.utils import canonicalize_name
 
-from passhost.errors import ConflictError, ParseError, PasshostError, PluginError, UnknownNameError
+from passhost.errors import ConflictError, ParseError, PasshostError, UnknownNameError
 from passhost.plugins.manager import get_host
 from passhost.plugins.options import BOOL, OptionSpec
-from passhost.plugins.registry import Entry, Registry
+from passhost.plugins.registry import Registry
 from passhost.target.kind import TargetKind, is_target_name
 
 #: The source name in the errors about a target string.
@@ -183,20 +183,12 @@ def _registry() -> Registry:
     return get_host().registries.targets
 
 
-def _kind_of(entry: Entry) -> TargetKind:
-    if not isinstance(entry.spec, TargetKind):
-        raise PluginError(f"plugin {entry.provider!r} registered the target {entry.name!r} as "
-                          f"{type(entry.spec).__name__} {entry.spec!r}, not as a "
-                          f"passhost.target.TargetKind")
-    return entry.spec
-
-
 def _find_kind(name: str) -> tuple[TargetKind, str | None]:
     """The kind registered as ``name``, else the kind declaring the tag ``name``; the
     second item is the tag (None for a kind)."""
     registry = _registry()
     if name in registry:
-        return _kind_of(registry.entry(name)), None
+        return registry.get(name), None
     tagged = [entry for entry in registry.entries()
               if isinstance(entry.spec, TargetKind) and name in entry.spec.tags]
     if len(tagged) > 1:

@@ -128,7 +128,7 @@ _SPEC_TYPES: dict[str, type | None] = {
     "instruments": InstrumentSpec,
     "config_options": OptionSpec,
     "pipelines": PipelineSpec,
-    "targets": None,  # target kinds: any object with a ``name``
+    "targets": None,  # target kinds: checked by the plugin host (TargetKind)
 }
 _HOOK_OF_SPEC = {cls: hook for hook, attr in REGISTRATION_HOOKS.items()
                  if (cls := _SPEC_TYPES[attr]) is not None}
@@ -294,8 +294,10 @@ def _spec_problems(attr: str, spec: Any) -> list[str]:
     kind = _KIND[attr]
     name = getattr(spec, "name", None)
     if cls is None:
-        if not isinstance(name, str) or not name:
-            return [f"returned {spec!r}: a {kind} has a non-empty str name"]
+        from passhost.target.kind import TargetKind
+
+        if not isinstance(spec, TargetKind):
+            return [f"returned {type(spec).__name__} {spec!r}, expected TargetKind"]
         return []
     what = f"{kind} {name!r}"
     found = _name_problems(kind, name, what)
