@@ -44,7 +44,9 @@ GRAPH_PASSES = ["InferType", "FoldConstant", "SimplifyInference", "FoldScaleAxis
                 "CanonicalizeOps", "ConvertLayout", "EliminateCommonSubexpr",
                 "DeadCodeElimination", "FuseOps", "MergeComposite", "AnnotateTarget",
                 "PartitionGraph"]
-BUILTIN_PROVIDES = "13 passes, 5 instruments, 2 config options"
+#: The other passes it registers: the default lowering of the build flow, and PrintIR.
+BUILD_PASSES = ["LowerTE", "PrintIR"]
+BUILTIN_PROVIDES = "14 passes, 5 instruments, 2 config options, 1 pipeline"
 HEADER = ["NAME", "VERSION", "STATUS", "PROVIDES", "HOOKS"]
 PLUGIN_KEYS = {"name", "entry_point", "distribution", "version", "module", "status", "builtin",
                "requires_passhost", "hooks", "provides", "error"}
@@ -211,7 +213,7 @@ def test_plugins_list_table_marks_the_builtin_plugin(plugin_host, capsys):
     header, *rows = out.splitlines()
     assert header.split() == HEADER
     assert table_rows(out)[1:] == [
-        ["builtin (built-in)", "0.1.0", "active", BUILTIN_PROVIDES, "5"]]
+        ["builtin (built-in)", "0.1.0", "active", BUILTIN_PROVIDES, "6"]]
     # the columns are aligned: each cell starts where its heading does
     starts = [header.index(title) for title in HEADER]
     found, pos = [], 0
@@ -228,7 +230,7 @@ def test_plugins_list_rows_in_load_order_with_errors_and_hidden_disabled(tools_h
     assert status == 0
     assert table_rows(out) == [
         HEADER,
-        ["builtin (built-in)", "0.1.0", "active", BUILTIN_PROVIDES, "5"],
+        ["builtin (built-in)", "0.1.0", "active", BUILTIN_PROVIDES, "6"],
         ["tools", "-", "active", "2 passes, 2 instruments, 1 config option, 2 pipelines", "4"],
         ["broken", "1.0", "error", "-", "-"],
         ["old", "0.0.1", "incompatible", "-", "-"],
@@ -261,7 +263,8 @@ def test_plugins_list_verbose_shows_entry_points_paths_and_tracebacks(tools_host
     assert ("    entry point: old = passhost_old.plugin (distribution passhost-old 0.0.1, "
             "requires passhost>=9)") in lines
     assert "    hooks: passhost_register_config_options, passhost_register_instruments, " \
-           "passhost_register_passes, passhost_relay_to_tir, passhost_tir_to_runtime" in lines
+           "passhost_register_passes, passhost_register_pipelines, passhost_relay_to_tir, " \
+        "passhost_tir_to_runtime" in lines
     start = lines.index("    error: ModuleNotFoundError: No module named 'x'")
     assert lines[start + 1] == "      Traceback (most recent call last):"
     assert "      ModuleNotFoundError: No module named 'x'" in lines[start + 2:]
@@ -330,13 +333,13 @@ def test_plugins_json_has_the_spec_schema(tools_host, capsys):
         "version": "0.1.0", "module": "passhost.builtin_plugin", "status": "active",
         "builtin": True, "requires_passhost": None,
         "hooks": ["passhost_register_config_options", "passhost_register_instruments",
-                  "passhost_register_passes", "passhost_relay_to_tir",
-                  "passhost_tir_to_runtime"],
-        "provides": {"targets": [], "passes": [*GRAPH_PASSES, "PrintIR"],
+                  "passhost_register_passes", "passhost_register_pipelines",
+                  "passhost_relay_to_tir", "passhost_tir_to_runtime"],
+        "provides": {"targets": [], "passes": [*GRAPH_PASSES, *BUILD_PASSES],
                      "instruments": ["print-before-all", "print-after-all", "print-passes",
                                      "dump-ir", "print-after-change"],
                      "config_options": ["testing.immutable_module", "relay.FuseOps.max_depth"],
-                     "pipelines": []},
+                     "pipelines": ["optimize"]},
         "error": None,
     }
     assert tools["provides"]["pipelines"] == ["tagging", "broken"]
@@ -368,7 +371,7 @@ def test_passes_list(tools_host, capsys):
     assert status == 0
     rows = table_rows(out)
     assert rows[0] == ["NAME", "OPT_LEVEL", "REQUIRED", "OPTIONS", "PROVIDER", "SUMMARY"]
-    assert [row[0] for row in rows[1:]] == sorted([*GRAPH_PASSES, "PrintIR", "Fail", "Tag"])
+    assert [row[0] for row in rows[1:]] == sorted([*GRAPH_PASSES, *BUILD_PASSES, "Fail", "Tag"])
     assert ["Fail", "0", "-", "-", "tools", "always fails"] in rows
     assert ["PrintIR", "0", "-", "header: str, show_meta_data: bool", "builtin",
             "write the module's text to stderr"] in rows

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 
@@ -63,7 +65,8 @@ def test_run_with_random_inputs(mlp_artifact, capsys):
     assert status == 0 and "output 0: float32[1, 10]  min" in out and "latency" not in out
 
 
-def test_compile_a_text_module_and_show_the_lowered_ir(targets, tmp_path, capsys):
+def test_compile_a_text_module_and_show_the_lowered_ir(targets, tmp_path, capsys,
+                                                       monkeypatch):
     src = tmp_path / "m.txt"
     src.write_text('#[version = "passhost.text/1"]\n'
                    'def @main(%x: Tensor[(2, 3), float32]) {\n'
@@ -75,6 +78,10 @@ def test_compile_a_text_module_and_show_the_lowered_ir(targets, tmp_path, capsys
     assert status == 0, err
     assert "prim_func @fused_add_nn_relu" in out
     assert any(p.name.endswith("LowerTE.txt") for p in (tmp_path / "dump").iterdir())
+    monkeypatch.setattr("sys.stdin", io.StringIO(src.read_text()))
+    status, out, err = run(capsys, "compile", "-", "--target", "ref-host",
+                           "-o", str(tmp_path / "stdin.tar"))
+    assert status == 0 and "compiled - for ref-host" in out, err
     x = np.arange(6, dtype="float32").reshape(2, 3) - 3
     np.save(tmp_path / "x.npy", x)
     status, out, _ = run(capsys, "run", str(out_path), "--input", str(tmp_path / "x.npy"))
