@@ -1,0 +1,1 @@
+"""passhost-cpu-target: the ``cpu`` target kind, compiling PrimFuncs to Python over NumPy."""

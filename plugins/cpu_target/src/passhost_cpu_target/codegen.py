@@ -1,0 +1,70 @@
+"""The cpu target's code generation: PrimFuncs to one Python module over NumPy, compiled
+in memory into a runtime :class:`~passhost.runtime.module.FunctionModule`.
+
+Each PrimFunc becomes ``def <name>(<one argument per parameter>)`` taking C-contiguous NumPy
+arrays of its buffers' shapes and dtypes (and Python numbers for scalar parameters). The
+module allocates every intermediate and scratch array once, when it is created, and
+reuses them on every call: a module's functions are not reentrant.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from passhost.ir.module import IRModule
+from passhost.runtime.module import FunctionModule
+from passhost.tir.function import PrimFunc
+from passhost_cpu_target.emitter import emit_function
+from passhost_cpu_target.errors import CodegenError
+from passhost_cpu_target.module_scope import ModuleScope
+from passhost_cpu_target.naming import Namer
+from passhost_cpu_target.threads import thread_scope
+
+__all__ = ["SOURCE_NAME", "generate_source", "tir_to_runtime"]
+
+#: The file name compiled code reports in tracebacks.
+SOURCE_NAME = "<passhost-cpu>"
+
+
+def _num_threads(target: Any) -> int:
+    options = getattr(target, "options", None) or {}
+    value = options.get("num-threads", 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise CodegenError(f"target {target}: option num-threads expects an int >= 0 "
+                           f"(0: the BLAS default), found {value!r}")
+    return value
+
+
+def generate_source(mod: IRModule) -> tuple[str, dict[str, Any], dict[str, str]]:
+    """The Python source of ``mod``'s PrimFuncs, the namespace to run it in, and the Python
+    function name of each name the functions are called by (module key and
+    ``global_symbol``)."""
+    scope = ModuleScope()
+    py_names = Namer()
+    functions: list[str] = []
+    entries: dict[str, str] = {}
+    for key, func in mod.items():
+        if not isinstance(func, PrimFunc):
+            continue
+        py_name = py_names.fresh(key)
+        functions.append(emit_function(scope, key, py_name, func))
+        entries[key] = py_name
+        symbol = func.attrs.get("global_symbol")
+        if isinstance(symbol, str):
+            entries.setdefault(symbol, py_name)
+    parts = ["\n".join(scope.header())]
+    if scope.lines:
+        parts.append("\n".join(scope.lines))
+    parts.extend(functions)
+    return "\n\n\n".join(parts) + "\n", scope.namespace, entries
+
+
+def tir_to_runtime(target: Any, mod: IRModule) -> FunctionModule:
+    """Compile the PrimFuncs of ``mod`` for the cpu ``target`` into a runtime module whose
+    functions take NumPy arrays (inputs, then outputs)."""
+    num_threads = _num_threads(target)
+    source, namespace, entries = generate_source(mod)
+    exec(compile(source, SOURCE_NAME, "exec"), namespace)
+    functions = {name: namespace[py_name] for name, py_name in entries.items()}
+    return FunctionModule("cpu", functions, source, {"module.py": source},
+                          thread_scope(num_threads))

@@ -1,0 +1,30 @@
+"""The ``cpu`` plugin: registers the ``cpu`` target kind (registration imports no NumPy)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from passhost import hookimpl
+from passhost.plugins.options import INT, OptionSpec
+from passhost.target.kind import TargetKind
+
+
+def _tir_to_runtime(target: Any, mod: Any) -> Any:
+    """The cpu code generator, imported on first use."""
+    from passhost_cpu_target.codegen import tir_to_runtime
+
+    return tir_to_runtime(target, mod)
+
+
+@hookimpl
+def passhost_register_targets() -> list[TargetKind]:
+    """The cpu target kind."""
+    return [TargetKind(
+        "cpu",
+        options=(OptionSpec("num-threads", INT, 0,
+                            "BLAS threads during each run (0: the BLAS library's default)"),),
+        keys=("cpu",),
+        tir_to_runtime=_tir_to_runtime,
+        host=True,
+        summary="the host CPU: generated Python over NumPy kernels and BLAS",
+    )]
