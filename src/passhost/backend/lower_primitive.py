@@ -12,6 +12,8 @@ are planned so that no work is wasted:
 
 from __future__ import annotations
 
+from typing import Any
+
 from passhost.backend.kernel_call import COPY, kernel_call
 from passhost.errors import PasshostError
 from passhost.ir.expr import BaseExpr
@@ -22,7 +24,7 @@ from passhost.relay.visitor import post_order
 from passhost.tir.function import Buffer, PrimFunc, decl_buffer
 from passhost.tir.stmt import Allocate, AllocateConst, DeclBuffer, SeqStmt, Stmt
 
-__all__ = ["LoweringError", "flatten_type", "lower_primitive"]
+__all__ = ["LoweringError", "flatten_type", "leaves", "lower_primitive"]
 
 Value = Buffer | tuple  # a buffer, or a (nested) tuple of them
 
@@ -59,8 +61,9 @@ def _buffers_for(ty: Type, name: str, made: list[Buffer]) -> Value:
     return buf
 
 
-def _leaves(value: Value) -> list[Buffer]:
-    out: list[Buffer] = []
+def leaves(value: Any) -> list[Any]:
+    """The non-tuple items of a (nested) tuple, in order; ``[value]`` for a non-tuple."""
+    out: list[Any] = []
     stack = [value]
     while stack:
         v = stack.pop()
@@ -119,7 +122,7 @@ class _Planner:
             elif isinstance(node, Call) and id(node) not in self.slot:
                 self.slot[id(node)] = out
             else:
-                copies.extend((buf, node) for buf in _leaves(out))
+                copies.extend((buf, node) for buf in leaves(out))
         return copies
 
     def _alias_in_place(self) -> None:
@@ -182,7 +185,7 @@ class _Planner:
             if isinstance(value, tuple) and any(isinstance(v, tuple) for v in value):
                 raise LoweringError(f"{op.name}: nested tuple arguments are not supported")
             inputs.append(value)
-        return kernel_call(op.name, call.attrs, _leaves(out), inputs)
+        return kernel_call(op.name, call.attrs, leaves(out), inputs)
 
 
 def lower_primitive(func: Function, name: str, attrs: dict | None = None) -> PrimFunc:

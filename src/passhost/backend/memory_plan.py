@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from passhost.backend.lower_primitive import LoweringError, flatten_type
+from passhost.backend.lower_primitive import LoweringError, flatten_type, leaves
 from passhost.ir.expr import GlobalVar
 from passhost.ir.types import TensorType, TupleType
 from passhost.relay.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
@@ -21,18 +21,6 @@ from passhost.runtime.plan import ExecutorPlan, Step, TensorEntry
 __all__ = ["plan_executor"]
 
 Ref = int | tuple  # a tensor index, or a tuple of refs
-
-
-def _flat(ref: Ref) -> list[int]:
-    out: list[int] = []
-    stack = [ref]
-    while stack:
-        r = stack.pop()
-        if isinstance(r, tuple):
-            stack.extend(reversed(r))
-        else:
-            out.append(r)
-    return out
 
 
 class _StoragePool:
@@ -91,7 +79,7 @@ def plan_executor(main: Function) -> tuple[ExecutorPlan, dict[str, np.ndarray]]:
             first = len(tensors)
             tensors.extend(TensorEntry("storage", t.shape, t.dtype) for t in outs)
             out_ids = list(range(first, len(tensors)))
-            args = [i for a in node.args for i in _flat(refs[id(a)])]
+            args = [i for a in node.args for i in leaves(refs[id(a)])]
             calls.append((node.op.name_hint, args, out_ids))
             refs[key] = out_ids[0] if isinstance(node.checked_type, TensorType) else \
                 _nest(node.checked_type, iter(out_ids))
@@ -99,7 +87,7 @@ def plan_executor(main: Function) -> tuple[ExecutorPlan, dict[str, np.ndarray]]:
             raise LoweringError(f"free variable %{node.name_hint} in main")
         elif isinstance(node, Function):
             continue
-    outputs = _flat(refs[id(main.body)])
+    outputs = leaves(refs[id(main.body)])
     return _assign_storage(tensors, calls, outputs), params
 
 

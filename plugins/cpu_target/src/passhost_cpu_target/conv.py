@@ -58,15 +58,9 @@ def _im2col_nchw(cols: np.ndarray, x: np.ndarray, taps_y: tuple, taps_x: tuple) 
 
 
 def _im2col_nhwc(cols: np.ndarray, x: np.ndarray, taps_y: tuple, taps_x: tuple) -> None:
-    """``cols[n, oy, ox, i, j, c]`` = the input tap (i, j) of output (oy, ox), channel c."""
-    for i, ty in enumerate(taps_y):
-        if ty is None:
-            continue
-        oy, iy = ty
-        for j, tx in enumerate(taps_x):
-            if tx is not None:
-                ox, ix = tx
-                cols[:, oy, ox, i, j, :] = x[:, iy, ix, :]
+    """``cols[n, oy, ox, i, j, c]`` = the input tap (i, j) of output (oy, ox), channel c:
+    the NCHW routine on transposed views of the same memory."""
+    _im2col_nchw(cols.transpose(0, 5, 3, 4, 1, 2), x.transpose(0, 3, 1, 2), taps_y, taps_x)
 
 
 def conv2d_gemm(out: np.ndarray, data: np.ndarray, weight: np.ndarray,
