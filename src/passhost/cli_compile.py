@@ -20,14 +20,19 @@ __all__ = ["add_commands", "compile_command", "run_command"]
 
 
 def _read_model(source: str) -> tuple[Any, dict[str, Any]]:
-    """(module, params) of MODEL: a zoo name (``resnet18``, ``zoo:resnet-18``), a file
-    in the IR text format (its weights are constants inside it) or ``-`` (standard input)."""
+    """(module, params) of MODEL: a zoo name (``resnet18``, ``zoo:resnet-18``), an ONNX
+    file (``.onnx``), a file in the IR text format (its weights are constants inside it) or
+    ``-`` (standard input)."""
     from passhost.relay.testing.zoo import get_model
 
     name = source[len("zoo:"):] if source.startswith("zoo:") else source
     looks_like_path = source == "-" or os.sep in source or "." in os.path.basename(source)
     if source.startswith("zoo:") or not (os.path.exists(source) or looks_like_path):
         return get_model(name)
+    if source.endswith(".onnx"):
+        from passhost.frontend import from_onnx
+
+        return from_onnx(source)
     return read_module(source), {}
 
 
@@ -148,7 +153,8 @@ def add_commands(sub: Any, opt_level: Any) -> None:
     comp = sub.add_parser("compile", help="compile a model for a target into an artifact")
     comp.add_argument("model", metavar="MODEL",
                       help="a zoo model (resnet18, resnet50, mobilenet, mlp, ...; see passhost "
-                           "zoo list), a module in the IR text format, or - for stdin")
+                           "zoo list), an ONNX file (.onnx), a module in the IR text format, or - "
+                           "for stdin")
     comp.add_argument("--target", required=True, metavar="TARGET",
                       help='the targets, e.g. "cpu" or "cmsis-nn -mcpu=cortex-m55, cpu"')
     comp.add_argument("-o", "--output", required=True, metavar="OUT",

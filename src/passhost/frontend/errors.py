@@ -1,0 +1,9 @@
+"""The exception classes of the model importers."""
+
+from __future__ import annotations
+
+from passhost.errors import PasshostError
+
+
+class OnnxImportError(PasshostError, ValueError):
+    """An ONNX model could not be imported: unreadable, malformed or unsupported."""

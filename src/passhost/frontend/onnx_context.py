@@ -1,0 +1,113 @@
+"""The view of one ONNX node that an operator converter works with.
+
+A value in the graph is either a graph expression or, when it is known while importing
+(constants, initializers, shapes and anything folded from them), a NumPy array.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from onnx import NodeProto, helper, numpy_helper
+
+from passhost.frontend.errors import OnnxImportError
+from passhost.ir.types import TensorType
+from passhost.relay.expr import Expr
+
+#: What a converter returns for each output: an expression or a value known now.
+Value = Expr | np.ndarray
+
+
+class NodeContext:
+    """One node's inputs (as expressions or known arrays), attributes and error helper."""
+
+    def __init__(self, node: NodeProto, opset: int,
+                 expr_of: Callable[[str], Expr],
+                 known_of: Callable[[str], np.ndarray | None]) -> None:
+        self.node = node
+        self.opset = opset
+        self._expr_of = expr_of
+        self._known_of = known_of
+        self._attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+    @property
+    def where(self) -> str:
+        """The node's description for messages: op type and name."""
+        return f"{self.node.op_type} node {self.node.name!r}"
+
+    @property
+    def num_inputs(self) -> int:
+        """How many inputs the node lists (including omitted optional ones)."""
+        return len(self.node.input)
+
+    def has_input(self, index: int) -> bool:
+        """Whether optional input ``index`` is given (present and not the empty name)."""
+        return index < len(self.node.input) and self.node.input[index] != ""
+
+    def input(self, index: int) -> Expr:
+        """Input ``index`` as a graph expression."""
+        if not self.has_input(index):
+            raise self.error(f"expected input {index}, found none")
+        return self._expr_of(self.node.input[index])
+
+    def known(self, index: int) -> np.ndarray:
+        """Input ``index`` as an array known while importing (a constant, an initializer or a
+        folded shape computation)."""
+        if not self.has_input(index):
+            raise self.error(f"expected input {index}, found none")
+        value = self._known_of(self.node.input[index])
+        if value is None:
+            raise self.error(f"input {index} ({self.node.input[index]!r}) must be known while "
+                             f"importing (a constant or initializer), found a computed tensor")
+        return value
+
+    def is_known(self, index: int) -> bool:
+        """Whether input ``index`` is given and known while importing."""
+        return self.has_input(index) and self._known_of(self.node.input[index]) is not None
+
+    def known_ints(self, index: int, attr: str | None = None) -> list[int] | None:
+        """Integers from input ``index`` or, when absent, attribute ``attr`` (None if neither
+        is given): ONNX moved several attributes (axes, pads, split) to inputs."""
+        if self.has_input(index):
+            return [int(v) for v in self.known(index).reshape(-1)]
+        if attr is not None and attr in self._attrs:
+            return [int(v) for v in self._attrs[attr]]
+        return None
+
+    def tensor_type(self, index: int) -> TensorType:
+        """The static type of input ``index``."""
+        ty = self.input(index).checked_type
+        if not isinstance(ty, TensorType):
+            raise self.error(f"expected input {index} to be a tensor, found {ty}")
+        return ty
+
+    def shape(self, index: int) -> tuple[int, ...]:
+        """The static shape of input ``index``."""
+        known = self._known_of(self.node.input[index]) if self.has_input(index) else None
+        if known is not None:
+            return tuple(known.shape)
+        return tuple(int(d) for d in self.tensor_type(index).shape)
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        """Attribute ``name`` (strings decoded, tensors as arrays), or ``default``."""
+        if name not in self._attrs:
+            return default
+        value = self._attrs[name]
+        if isinstance(value, bytes):
+            return value.decode()
+        if hasattr(value, "data_type") and hasattr(value, "dims"):
+            return numpy_helper.to_array(value)
+        return value
+
+    def required_attr(self, name: str) -> Any:
+        """Attribute ``name``, which the operator requires."""
+        value = self.attr(name)
+        if value is None:
+            raise self.error(f"expected attribute {name!r}, found none")
+        return value
+
+    def error(self, message: str) -> OnnxImportError:
+        """An import error about this node."""
+        return OnnxImportError(f"{self.where}: {message}")
