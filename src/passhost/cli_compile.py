@@ -21,8 +21,8 @@ __all__ = ["add_commands", "compile_command", "run_command"]
 
 def _read_model(source: str) -> tuple[Any, dict[str, Any]]:
     """(module, params) of MODEL: a zoo name (``resnet18``, ``zoo:resnet-18``), an ONNX
-    file (``.onnx``), a file in the IR text format (its weights are constants inside it) or
-    ``-`` (standard input)."""
+    file (``.onnx``), a TFLite file (``.tflite``), a file in the IR text format (its weights
+    are constants inside it) or ``-`` (standard input)."""
     from passhost.relay.testing.zoo import get_model
 
     name = source[len("zoo:"):] if source.startswith("zoo:") else source
@@ -33,6 +33,10 @@ def _read_model(source: str) -> tuple[Any, dict[str, Any]]:
         from passhost.frontend import from_onnx
 
         return from_onnx(source)
+    if source.endswith(".tflite"):
+        from passhost.frontend import from_tflite
+
+        return from_tflite(source)
     return read_module(source), {}
 
 

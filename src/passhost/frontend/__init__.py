@@ -1,27 +1,36 @@
 """Model importers: build a graph-level module and its parameters from other formats.
 
-``from_onnx`` needs the optional ``onnx`` package (``pip install passhost[onnx]``); it is
-imported on first use, so ``passhost.frontend`` itself loads without it.
+``from_onnx`` needs the optional ``onnx`` package (``pip install passhost[onnx]``) and
+``from_tflite`` the ``tflite`` and ``flatbuffers`` packages (``pip install passhost[tflite]``);
+each is imported on first use, so ``passhost.frontend`` itself loads without them.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from passhost.frontend.errors import OnnxImportError
+from passhost.frontend.errors import OnnxImportError, TfliteImportError
 
-__all__ = ["OnnxImportError", "from_onnx"]
+__all__ = ["OnnxImportError", "TfliteImportError", "from_onnx", "from_tflite"]
+
+# importer name -> (module, the top-level packages it needs, what to call them, the extra)
+_IMPORTERS = {
+    "from_onnx": ("passhost.frontend.onnx", ("onnx", "google"), "the 'onnx' package", "onnx"),
+    "from_tflite": ("passhost.frontend.tflite", ("tflite", "flatbuffers"),
+                    "the 'tflite' and 'flatbuffers' packages", "tflite"),
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "from_onnx":
-        try:
-            from passhost.frontend.onnx import from_onnx
-        except ModuleNotFoundError as exc:
-            if exc.name not in ("onnx", "google"):
-                raise
-            raise ImportError(f"from_onnx needs the 'onnx' package, found it missing "
-                              f"({exc}); install it with: pip install 'passhost[onnx]'"
-                              ) from exc
-        return from_onnx
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _IMPORTERS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module_name, packages, needs, extra = _IMPORTERS[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] not in packages:
+            raise
+        raise ImportError(f"{name} needs {needs}, found missing ({exc}); install with: "
+                          f"pip install 'passhost[{extra}]'") from exc
+    return getattr(module, name)

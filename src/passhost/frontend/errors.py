@@ -7,3 +7,7 @@ from passhost.errors import PasshostError
 
 class OnnxImportError(PasshostError, ValueError):
     """An ONNX model could not be imported: unreadable, malformed or unsupported."""
+
+
+class TfliteImportError(PasshostError, ValueError):
+    """A TFLite flatbuffer could not be imported: unreadable, malformed or unsupported."""
