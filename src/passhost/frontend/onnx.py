@@ -18,7 +18,8 @@ from onnx import ModelProto, NodeProto, ValueInfoProto, helper, numpy_helper
 from passhost.errors import AttrError, IRTypeError
 from passhost.frontend.errors import OnnxImportError
 from passhost.frontend.onnx_context import NodeContext, Value
-from passhost.frontend.onnx_ops import CONVERTERS
+from passhost.frontend.onnx_ops import CONVERTERS as FLOAT_CONVERTERS
+from passhost.frontend.onnx_qops import QUANT_CONVERTERS
 from passhost.ir.module import IRModule
 from passhost.relay.expr import Expr, Function, Tuple, Var, const, var
 from passhost.relay.interpreter import evaluate
@@ -27,6 +28,9 @@ from passhost.relay.transform import InferType
 __all__ = ["from_onnx", "load_model"]
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
+
+#: ONNX operator type -> converter, float and quantised.
+CONVERTERS = {**FLOAT_CONVERTERS, **QUANT_CONVERTERS}
 
 
 def load_model(model: str | os.PathLike[str] | ModelProto) -> ModelProto:

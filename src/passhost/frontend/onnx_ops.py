@@ -20,14 +20,15 @@ from passhost.relay.expr import Expr, const
 
 Converter = Callable[[NodeContext], Value | Sequence[Value]]
 
-__all__ = ["CONVERTERS", "Converter"]
+__all__ = ["CONVERTERS", "Converter", "axis_index", "conv2d_attrs", "matmul_any_rank"]
 
 
 def _dtype(ctx: NodeContext, index: int = 0) -> str:
     return str(ctx.tensor_type(index).dtype)
 
 
-def _axis(ctx: NodeContext, axis: int, ndim: int) -> int:
+def axis_index(ctx: NodeContext, axis: int, ndim: int) -> int:
+    """``axis`` (negative counts from the end) as an index into ``ndim`` axes."""
     if not -ndim <= axis < ndim:
         raise ctx.error(f"expected an axis in [{-ndim}, {ndim}), found {axis}")
     return axis % ndim
@@ -72,16 +73,25 @@ def _spatial_2d(ctx: NodeContext) -> tuple[int, int]:
     return shape[2], shape[3]
 
 
-def _conv(ctx: NodeContext) -> Value:
+def conv2d_attrs(ctx: NodeContext, weight_index: int = 1) -> dict[str, object]:
+    """The 2-D convolution attributes (``strides``, ``padding``, ``dilation``, ``groups``,
+    ``channels``, ``kernel_size``) of a Conv-like node whose data is input 0 and whose OIHW
+    weight is input ``weight_index``."""
     spatial = _spatial_2d(ctx)
-    wshape = ctx.shape(1)
+    wshape = ctx.shape(weight_index)
+    if len(wshape) != 4:
+        raise ctx.error(f"expected a 4-D OIHW weight (input {weight_index}), found shape "
+                        f"{wshape}")
     kernel = tuple(ctx.attr("kernel_shape", wshape[2:]))
     strides = tuple(ctx.attr("strides", (1, 1)))
     dilations = tuple(ctx.attr("dilations", (1, 1)))
     padding = _window_padding(ctx, spatial, kernel, strides, dilations)
-    out = nn.conv2d(ctx.input(0), ctx.input(1), strides=strides, padding=padding,
-                    dilation=dilations, groups=int(ctx.attr("group", 1)),
-                    channels=wshape[0], kernel_size=kernel)
+    return {"strides": strides, "padding": padding, "dilation": dilations,
+            "groups": int(ctx.attr("group", 1)), "channels": wshape[0], "kernel_size": kernel}
+
+
+def _conv(ctx: NodeContext) -> Value:
+    out = nn.conv2d(ctx.input(0), ctx.input(1), **conv2d_attrs(ctx))
     if ctx.has_input(2):
         out = nn.bias_add(out, ctx.input(2), axis=1)
     return out
@@ -132,18 +142,21 @@ def _gemm(ctx: NodeContext) -> Value:
     return out
 
 
-def _matmul(ctx: NodeContext) -> Value:
-    a, b = ctx.input(0), ctx.input(1)
-    sa, sb = ctx.shape(0), ctx.shape(1)
+def matmul_any_rank(a: Expr, b: Expr, sa: Sequence[int], sb: Sequence[int]) -> Expr:
+    """ONNX (NumPy) ``a @ b`` of shapes ``sa`` and ``sb``, either of which may be 1-D."""
     if len(sa) >= 2 and len(sb) >= 2:
         return relay.matmul(a, b)
-    out_shape = np.broadcast_shapes(sa[:-2], sb[:-2])
+    out_shape = np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2]))
     out_shape = (*out_shape, *sa[-2:-1], *sb[-1:]) if len(sb) >= 2 else (*out_shape, *sa[-2:-1])
     if len(sa) == 1:
         a = relay.reshape(a, newshape=(1, sa[0]))
     if len(sb) == 1:
         b = relay.reshape(b, newshape=(sb[0], 1))
     return relay.reshape(relay.matmul(a, b), newshape=tuple(out_shape))
+
+
+def _matmul(ctx: NodeContext) -> Value:
+    return matmul_any_rank(ctx.input(0), ctx.input(1), ctx.shape(0), ctx.shape(1))
 
 
 # -- normalisation -------------------------------------------------------------------------------
@@ -159,7 +172,7 @@ def _batch_norm(ctx: NodeContext) -> Value:
 def _layer_norm(ctx: NodeContext) -> Value:
     _only_first_output(ctx)
     ndim = len(ctx.shape(0))
-    axis = _axis(ctx, int(ctx.attr("axis", -1)), ndim)
+    axis = axis_index(ctx, int(ctx.attr("axis", -1)), ndim)
     if axis != ndim - 1:
         raise ctx.error(f"expected normalisation over the last axis only (axis={ndim - 1} or "
                         f"-1), found axis={axis}")
@@ -175,7 +188,7 @@ def _layer_norm(ctx: NodeContext) -> Value:
 def _softmax(ctx: NodeContext) -> Value:
     shape = ctx.shape(0)
     default = -1 if ctx.opset >= 13 else 1
-    axis = _axis(ctx, int(ctx.attr("axis", default)), len(shape))
+    axis = axis_index(ctx, int(ctx.attr("axis", default)), len(shape))
     if ctx.opset >= 13 or axis == len(shape) - 1:
         return nn.softmax(ctx.input(0), axis=axis)
     flat = (math.prod(shape[:axis]), math.prod(shape[axis:]))
@@ -224,6 +237,20 @@ def _identity(ctx: NodeContext) -> Value:
 def _cast(ctx: NodeContext) -> Value:
     dtype = np.dtype(helper.tensor_dtype_to_np_dtype(int(ctx.required_attr("to")))).name
     return relay.cast(ctx.input(0), dtype=dtype)
+
+
+def _mod(ctx: NodeContext) -> Value:
+    if not (ctx.is_known(0) and ctx.is_known(1)):
+        raise ctx.error("Mod is supported on values known while importing (shape "
+                        "arithmetic), found a computed tensor")
+    a, b = ctx.known(0), ctx.known(1)
+    fmod = bool(ctx.attr("fmod", 0))
+    if not fmod and (a.dtype.kind == "f" or b.dtype.kind == "f"):
+        raise ctx.error(f"expected fmod=1 for floating-point inputs, found fmod=0 "
+                        f"({a.dtype}, {b.dtype})")
+    if b.dtype.kind in "iu" and np.any(b == 0):
+        raise ctx.error(f"expected non-zero integer divisors, found {b.tolist()}")
+    return np.fmod(a, b) if fmod else np.mod(a, b)
 
 
 # -- shapes and constants ------------------------------------------------------------------------
@@ -287,7 +314,7 @@ def _unsqueeze(ctx: NodeContext) -> Value:
     if axes is None:
         raise ctx.error("expected axes (input 1 or attribute), found none")
     rank = len(shape) + len(axes)
-    for axis in sorted(_axis(ctx, a, rank) for a in axes):
+    for axis in sorted(axis_index(ctx, a, rank) for a in axes):
         shape.insert(axis, 1)
     return relay.reshape(ctx.input(0), newshape=tuple(shape))
 
@@ -295,13 +322,13 @@ def _unsqueeze(ctx: NodeContext) -> Value:
 def _squeeze(ctx: NodeContext) -> Value:
     axes = ctx.known_ints(1, "axes")
     ndim = len(ctx.shape(0))
-    axis = None if axes is None else tuple(_axis(ctx, a, ndim) for a in axes)
+    axis = None if axes is None else tuple(axis_index(ctx, a, ndim) for a in axes)
     return relay.squeeze(ctx.input(0), axis=axis)
 
 
 def _gather(ctx: NodeContext) -> Value:
     shape = ctx.shape(0)
-    axis = _axis(ctx, int(ctx.attr("axis", 0)), len(shape))
+    axis = axis_index(ctx, int(ctx.attr("axis", 0)), len(shape))
     if not ctx.is_known(1):
         return relay.take(ctx.input(0), ctx.input(1), axis=axis, mode="wrap")
     indices = ctx.known(1).astype("int64")
@@ -319,13 +346,13 @@ def _reduce_mean(ctx: NodeContext) -> Value:
         if ctx.attr("noop_with_empty_axes", 0):
             return ctx.input(0)
         axes = list(range(ndim))
-    axis = tuple(_axis(ctx, a, ndim) for a in axes)
+    axis = tuple(axis_index(ctx, a, ndim) for a in axes)
     return relay.mean(ctx.input(0), axis=axis, keepdims=bool(ctx.attr("keepdims", 1)))
 
 
 def _split(ctx: NodeContext) -> Sequence[Value]:
     shape = ctx.shape(0)
-    axis = _axis(ctx, int(ctx.attr("axis", 0)), len(shape))
+    axis = axis_index(ctx, int(ctx.attr("axis", 0)), len(shape))
     count = len(ctx.node.output)
     sizes = ctx.known_ints(1, "split")
     if sizes is None:
@@ -348,8 +375,8 @@ def _slice(ctx: NodeContext) -> Value:
         steps = None
     if starts is None or ends is None:
         raise ctx.error("expected starts and ends, found none")
-    axes = list(range(len(starts))) if axes is None else [_axis(ctx, a, len(shape))
-                                                          for a in axes]
+    axes = (list(range(len(starts))) if axes is None
+            else [axis_index(ctx, a, len(shape)) for a in axes])
     steps = [1] * len(starts) if steps is None else steps
 
     def clamp(v: int, axis: int) -> int:
@@ -399,6 +426,7 @@ CONVERTERS: dict[str, Converter] = {
     "Mul": _binary(relay.multiply),
     "Div": _binary(relay.divide),
     "Pow": _pow,
+    "Mod": _mod,
     "Softmax": _softmax,
     "Reshape": _reshape,
     "Transpose": _transpose,
