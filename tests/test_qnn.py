@@ -317,12 +317,13 @@ def test_effective_scales():
     s_w = np.array([0.0031, 0.0517, 0.0007], dtype=np.float32)
     conv = fp.conv_effective_scales(s_in, s_w, s_out)
     assert conv.tolist() == [float(s_in) * float(w) / float(s_out) for w in s_w]
-    # FC takes the product in float32 first; find weights where that changes the bits.
+    # FC takes the product in double as conv does (TFLite Micro; not float32 as TFLite did
+    # once): find weights where the float32 product would change the bits.
     fc_diff = 0
     for w in np.random.default_rng(0).uniform(0.001, 0.1, size=50).astype(np.float32):
         fc = fp.fc_effective_scale(s_in, w, s_out)
-        assert fc == float(np.float32(s_in * w)) / float(s_out)
-        fc_diff += fc != float(s_in) * float(w) / float(s_out)
+        assert fc == float(s_in) * float(w) / float(s_out)
+        fc_diff += fc != float(np.float32(s_in * w)) / float(s_out)
     assert fc_diff > 0
     assert fp.mul_effective_scale(s_in, s_w[1], s_out) == float(s_in) * float(s_w[1]) / float(
         s_out)

@@ -237,10 +237,10 @@ def conv_effective_scales(input_scale: Any, kernel_scale: Any, output_scale: Any
 
 
 def fc_effective_scale(input_scale: float, kernel_scale: float, output_scale: float) -> float:
-    """Fully-connected multiplier (TFLite ``GetQuantizedConvolutionMultipler``): the product
-    ``s_in * s_w`` is taken in float32, then divided by ``s_out`` in double."""
-    product = np.float32(input_scale) * np.float32(kernel_scale)
-    return float(np.float64(product) / np.float64(output_scale))
+    """Fully-connected multiplier (TFLite ``GetQuantizedConvolutionMultipler``), per tensor:
+    ``(double)s_in * (double)s_w / (double)s_out`` as for convolutions. (Older TFLite
+    releases took the product in float32; TFLite Micro, the oracle, takes it in double.)"""
+    return float(conv_effective_scales(input_scale, kernel_scale, output_scale))
 
 
 def requantize_effective_scales(input_scale: Any, output_scale: Any) -> np.ndarray:
