@@ -46,7 +46,7 @@ GRAPH_PASSES = ["InferType", "FoldConstant", "SimplifyInference", "FoldScaleAxis
                 "PartitionGraph"]
 #: The other passes it registers: the default lowering of the build flow, and PrintIR.
 BUILD_PASSES = ["LowerTE", "PrintIR"]
-BUILTIN_PROVIDES = "14 passes, 5 instruments, 2 config options, 1 pipeline"
+BUILTIN_PROVIDES = "14 passes, 9 instruments, 5 config options, 1 pipeline"
 HEADER = ["NAME", "VERSION", "STATUS", "PROVIDES", "HOOKS"]
 PLUGIN_KEYS = {"name", "entry_point", "distribution", "version", "module", "status", "builtin",
                "requires_passhost", "hooks", "provides", "error"}
@@ -337,8 +337,11 @@ def test_plugins_json_has_the_spec_schema(tools_host, capsys):
                   "passhost_relay_to_tir", "passhost_tir_to_runtime"],
         "provides": {"targets": [], "passes": [*GRAPH_PASSES, *BUILD_PASSES],
                      "instruments": ["print-before-all", "print-after-all", "print-passes",
-                                     "dump-ir", "print-after-change"],
-                     "config_options": ["testing.immutable_module", "relay.FuseOps.max_depth"],
+                                     "dump-ir", "print-after-change", "validate-numerics",
+                                     "trace-events", "reproducer", "execution-limit"],
+                     "config_options": ["testing.immutable_module", "relay.FuseOps.max_depth",
+                                        "debug.max_pass_executions", "debug.reproducer_dir",
+                                        "debug.trace_events"],
                      "pipelines": ["optimize"]},
         "error": None,
     }
@@ -412,6 +415,12 @@ def test_config_list(tools_host, capsys):
     _, out, _ = run(capsys, "config", "list")
     assert table_rows(out) == [
         ["NAME", "TYPE", "DEFAULT", "PROVIDER", "SUMMARY"],
+        ["debug.max_pass_executions", "int", "-", "builtin",
+         "run only the first N skippable pass executions (what bisect finds)"],
+        ["debug.reproducer_dir", "str", "-", "builtin",
+         "when a pass raises, write a reproducer into this directory"],
+        ["debug.trace_events", "str", "-", "builtin",
+         "write the context's pass events to this JSON Lines file"],
         ["relay.FuseOps.max_depth", "int", "256", "builtin",
          "the most operators FuseOps puts in one Primitive function"],
         ["testing.immutable_module", "bool", "false", "builtin",
@@ -419,7 +428,7 @@ def test_config_list(tools_host, capsys):
         ["tools.level", "int", "3", "tools", "how hard to try"],
     ]
     doc = json.loads(run(capsys, "config", "list", "--json")[1])
-    assert doc["config_options"][2] == {
+    assert doc["config_options"][5] == {
         "name": "tools.level", "type": "int", "default": 3, "summary": "how hard to try",
         "provider": "tools", "distribution": "passhost-tools", "conflict": False}
 

@@ -12,7 +12,15 @@ from typing import Any
 
 from passhost.errors import OptionError
 from passhost.plugins.hookspecs import hookimpl
-from passhost.plugins.options import BOOL, INT, STR, STR_LIST, STR_LIST_MAP, OptionSpec
+from passhost.plugins.options import (
+    BOOL,
+    FLOAT,
+    INT,
+    STR,
+    STR_LIST,
+    STR_LIST_MAP,
+    OptionSpec,
+)
 from passhost.plugins.specs import InstrumentSpec, PassSpec, PipelineSpec
 
 
@@ -125,12 +133,19 @@ def passhost_register_config_options() -> list[OptionSpec]:
                    "check that every pass leaves its input module unchanged"),
         OptionSpec("relay.FuseOps.max_depth", INT, 256,
                    "the most operators FuseOps puts in one Primitive function"),
+        OptionSpec("debug.max_pass_executions", INT, None,
+                   "run only the first N skippable pass executions (what bisect finds)"),
+        OptionSpec("debug.reproducer_dir", STR, None,
+                   "when a pass raises, write a reproducer into this directory"),
+        OptionSpec("debug.trace_events", STR, None,
+                   "write the context's pass events to this JSON Lines file"),
     ]
 
 
 @hookimpl
 def passhost_register_instruments() -> list[InstrumentSpec]:
-    """The host's instruments: printing, dumping and diffing the module around passes."""
+    """The host's instruments: printing, dumping and diffing the module around passes, and
+    the debugging instruments."""
     from passhost.instrument import (
         DumpIR,
         PassPrintingInstrument,
@@ -147,11 +162,15 @@ def passhost_register_instruments() -> list[InstrumentSpec]:
             raise OptionError("instrument 'dump-ir' needs the option 'dump_dir'")
         return DumpIR(dump_dir, refresh)
 
+    show_skipped = OptionSpec("show_skipped", BOOL, False,
+                              "also print the passes should_run skipped, and who vetoed them")
     return [
         InstrumentSpec("print-before-all", PrintBeforeAll,
-                       "print each pass's PassInfo and input module to stdout"),
+                       "print each pass's PassInfo and input module to stdout",
+                       options=[show_skipped]),
         InstrumentSpec("print-after-all", PrintAfterAll,
-                       "print each pass's PassInfo and output module to stdout"),
+                       "print each pass's PassInfo and output module to stdout",
+                       options=[show_skipped]),
         InstrumentSpec("print-passes", print_passes,
                        "print the module before and after the passes named", options=[
                            OptionSpec("before", STR_LIST, (), "print the input of these passes"),
@@ -170,4 +189,45 @@ def passhost_register_instruments() -> list[InstrumentSpec]:
                                       "write 000_initial.txt and NNN_<pass>.diff files here "
                                       "instead of printing"),
                        ]),
+        *_debug_instruments(),
+    ]
+
+
+def _required(instrument: str, option: str, value: Any) -> Any:
+    if value is None:
+        raise OptionError(f"instrument {instrument!r} needs the option {option!r}")
+    return value
+
+
+def _debug_instruments() -> list[InstrumentSpec]:
+    """The instruments of passhost.debug (docs/debugging.md)."""
+    debug = "passhost.debug"
+
+    def trace_events(path: str | None = None) -> Any:
+        path = _required("trace-events", "path", path)
+        return lazy_factory(f"{debug}.events", "TraceEvents")(path=path)
+
+    def reproducer(dir: str | None = None) -> Any:
+        dir = _required("reproducer", "dir", dir)
+        return lazy_factory(f"{debug}.reproducer", "ReproducerWriter")(dir=dir)
+
+    return [
+        InstrumentSpec("validate-numerics", lazy_factory(f"{debug}.validate", "ValidateNumerics"),
+                       "run main in the reference interpreter after each changing pass; "
+                       "report the first that changed the outputs, with its diff", options=[
+                           OptionSpec("rtol", FLOAT, 1e-5, "relative tolerance"),
+                           OptionSpec("atol", FLOAT, 1e-5, "absolute tolerance"),
+                           OptionSpec("seed", INT, 0, "seed of the fixed random inputs"),
+                       ]),
+        InstrumentSpec("trace-events", trace_events,
+                       "write context, pass, skip and failure events to a JSON Lines file",
+                       options=[OptionSpec("path", STR, None, "the file (required)")]),
+        InstrumentSpec("reproducer", reproducer,
+                       "when a pass raises, write a reproducer file into dir",
+                       options=[OptionSpec("dir", STR, None, "the directory (required)")]),
+        InstrumentSpec("execution-limit",
+                       lazy_factory(f"{debug}.executions", "ExecutionLimit"),
+                       "number pass executions; skip the skippable ones after the first max",
+                       options=[OptionSpec("max", INT, None,
+                                           "how many skippable executions run (default: all)")]),
     ]

@@ -171,9 +171,19 @@ def read_module(source: str, bind_params: bool = False) -> Any:
 
 
 def _opt(args: argparse.Namespace) -> int:
+    from passhost.cli_debug import debug_config, reproduce_command
     from passhost.transform import PassContext, build_pipeline
 
-    config = parse_config(args.config)
+    if args.reproduce is not None:
+        if args.input is not None or args.passes is not None:
+            raise CommandError("--reproduce FILE replays the file's module and passes: give "
+                               "no INPUT and no --passes")
+        return reproduce_command(args)
+    if args.local:
+        raise CommandError("--local applies to --reproduce FILE only")
+    if args.input is None or args.passes is None:
+        raise CommandError("opt needs INPUT and --passes PIPELINE (or --reproduce FILE)")
+    config = debug_config(args)
     specs = args.instrument + (["print-after-change"] if args.print_after_change else [])
     instruments = make_instruments(specs)
     passes = build_pipeline(args.passes)
@@ -257,10 +267,11 @@ def build_parser() -> argparse.ArgumentParser:
         listing.set_defaults(func=_registry_list, registry=attr)
 
     opt = sub.add_parser("opt", help="run a pipeline of passes on a module")
-    opt.add_argument("input", metavar="INPUT",
+    opt.add_argument("input", metavar="INPUT", nargs="?",
                      help="a module in the IR text format, zoo:MODEL, or - for stdin")
-    opt.add_argument("--passes", required=True, metavar="PIPELINE",
-                     help="the passes to run, in the textual pipeline syntax")
+    opt.add_argument("--passes", metavar="PIPELINE",
+                     help="the passes to run, in the textual pipeline syntax (required "
+                          "unless --reproduce)")
     opt.add_argument("-o", "--output", metavar="OUT",
                      help="write the resulting module here (default: stdout)")
     opt.add_argument("-O", "--opt-level", type=_opt_level, default=2, metavar="N",
@@ -281,11 +292,17 @@ def build_parser() -> argparse.ArgumentParser:
                           "can use them)")
     opt.add_argument("--hide-meta-data", action="store_true",
                      help="elide large constants (the output then no longer parses back)")
+    opt.add_argument("--reproduce", metavar="FILE",
+                     help="replay a reproducer (written by --reproducer DIR) instead")
+    opt.add_argument("--local", action="store_true",
+                     help="with --reproduce: replay the failing pass alone")
+    from passhost import cli_compile, cli_debug
+
+    cli_debug.add_flags(opt)
     opt.set_defaults(func=_opt)
 
-    from passhost.cli_compile import add_commands
-
-    add_commands(sub, _opt_level)
+    cli_compile.add_commands(sub, _opt_level)
+    cli_debug.add_commands(sub, _opt_level)
 
     zoo = sub.add_parser("zoo", help="the built-in model zoo")
     zoo_sub = zoo.add_subparsers(dest="zoo_command", metavar="ZOO_COMMAND", required=True)

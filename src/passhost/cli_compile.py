@@ -11,15 +11,14 @@ from typing import Any
 from passhost.cli import (
     CommandError,
     make_instruments,
-    parse_config,
     read_module,
     render_instruments,
 )
 
-__all__ = ["add_commands", "compile_command", "run_command"]
+__all__ = ["add_commands", "compile_command", "read_model", "run_command"]
 
 
-def _read_model(source: str) -> tuple[Any, dict[str, Any]]:
+def read_model(source: str) -> tuple[Any, dict[str, Any]]:
     """(module, params) of MODEL: a zoo name (``resnet18``, ``zoo:resnet-18``), an ONNX
     file (``.onnx``), a TFLite file (``.tflite``), a file in the IR text format (its weights
     are constants inside it) or ``-`` (standard input)."""
@@ -54,17 +53,21 @@ def _instruments(args: argparse.Namespace) -> list[Any]:
 def compile_command(args: argparse.Namespace) -> int:
     """Compile MODEL for --target and write the artifact to -o."""
     from passhost.backend import build
+    from passhost.cli_debug import debug_config
     from passhost.target import parse_targets
-    from passhost.transform import PassContext
+    from passhost.transform import PassContext, build_pipeline
 
     targets = parse_targets(args.target)
-    config = parse_config(args.config)
+    config = debug_config(args)
     instruments = _instruments(args)
-    mod, params = _read_model(args.model)
+    passes = build_pipeline(args.passes) if args.passes else None
+    mod, params = read_model(args.model)
     start = time.perf_counter()
     with PassContext(opt_level=args.opt_level, disabled_pass=args.disabled_pass,
                      instruments=instruments, config=config):
         try:
+            if passes is not None:
+                mod = passes(mod)
             compiled = build(mod, targets, params)
         finally:
             render_instruments(instruments)
@@ -154,6 +157,8 @@ def run_command(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any, opt_level: Any) -> None:
     """Add ``compile`` and ``run`` to the ``passhost`` subcommand parsers."""
+    from passhost.cli_debug import add_flags as add_debug_flags
+
     comp = sub.add_parser("compile", help="compile a model for a target into an artifact")
     comp.add_argument("model", metavar="MODEL",
                       help="a zoo model (resnet18, resnet50, mobilenet, mlp, ...; see passhost "
@@ -176,6 +181,10 @@ def add_commands(sub: Any, opt_level: Any) -> None:
                       help="print the module after the pass NAME (repeatable)")
     comp.add_argument("--dump-ir", metavar="DIR",
                       help="write the module after each pass to DIR/NNN_<pass>.txt")
+    comp.add_argument("--passes", metavar="PIPELINE",
+                      help="passes to run on the model before the build flow, in the "
+                           "textual pipeline syntax")
+    add_debug_flags(comp)
     comp.set_defaults(func=compile_command)
 
     run = sub.add_parser("run", help="run a compiled artifact")

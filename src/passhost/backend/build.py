@@ -38,7 +38,7 @@ from passhost.target.kind import PHASES
 from passhost.text.module import print_module
 from passhost.tir.function import PrimFunc
 from passhost.transform.context import PassContext
-from passhost.transform.passes import Pass, Sequential, module_pass
+from passhost.transform.passes import Pass, Sequential, mark_always_run, module_pass
 from passhost.transform.pipeline import build_pipeline
 from passhost.transform.registry import get_pass
 
@@ -81,7 +81,7 @@ def _bind_params(params: Mapping[str, Any]) -> Pass:
     def bind(mod: IRModule, ctx: PassContext) -> IRModule:
         return mod.with_function("main", bind_params_by_name(graph_entry(mod), arrays))
 
-    return module_pass(bind, name="BindParams")
+    return module_pass(bind, name="BindParams", always_run=True)
 
 
 def _optimize() -> Pass:
@@ -97,8 +97,9 @@ def _partition(target: Target) -> Pass | None:
     from passhost.relay.transform.merge_composite import MergeComposite
     from passhost.relay.transform.partition_graph import PartitionGraph
 
-    return Sequential([MergeComposite(table), AnnotateTarget([target.kind.name]),
-                       PartitionGraph()], name=f"Partition.{target.kind.name}")
+    steps = [MergeComposite(table), AnnotateTarget([target.kind.name]), PartitionGraph()]
+    return Sequential([mark_always_run(step) for step in steps],
+                      name=f"Partition.{target.kind.name}", always_run=True)
 
 
 def _owned(mod: IRModule, kind: str) -> list[str]:
@@ -122,7 +123,7 @@ def _relay_to_tir(target: Target) -> Pass:
                     if isinstance(f, PrimFunc) and "target" not in f.attrs}
         return out.with_functions(untagged) if untagged else out
 
-    return module_pass(relay_to_tir, name=f"RelayToTIR.{kind}")
+    return module_pass(relay_to_tir, name=f"RelayToTIR.{kind}", always_run=True)
 
 
 def _check_nothing_owned(target: Target) -> Pass:
@@ -136,7 +137,7 @@ def _check_nothing_owned(target: Target) -> Pass:
                              f"function(s) but has no relay_to_tir hook to lower them")
         return mod
 
-    return module_pass(check, name=f"RelayToTIR.{kind}")
+    return module_pass(check, name=f"RelayToTIR.{kind}", always_run=True)
 
 
 def _phases(targets: Iterable[Target]) -> list[Pass]:
@@ -172,7 +173,7 @@ def _tir_to_runtime(target: Target, state: _BuildState) -> Pass:
         state.tir[kind] = funcs
         return mod
 
-    return module_pass(tir_to_runtime, name=f"TIRToRuntime.{kind}")
+    return module_pass(tir_to_runtime, name=f"TIRToRuntime.{kind}", always_run=True)
 
 
 def _package(state: _BuildState) -> Pass:
@@ -195,7 +196,7 @@ def _package(state: _BuildState) -> Pass:
             ir_text=print_module(mod, show_meta_data=False))
         return mod
 
-    return module_pass(package, name="Package")
+    return module_pass(package, name="Package", always_run=True)
 
 
 def build_passes(targets: tuple[Target, ...], params: Mapping[str, Any] | None,
@@ -210,11 +211,11 @@ def build_passes(targets: tuple[Target, ...], params: Mapping[str, Any] | None,
             steps.append(_relay_to_tir(t))
         elif t is not host:
             steps.append(_check_nothing_owned(t))
-    steps.append(LowerTE(host.kind.name))
+    steps.append(mark_always_run(LowerTE(host.kind.name)))
     steps += _phases(targets)
     steps += [_tir_to_runtime(t, state) for t in targets]
     steps.append(_package(state))
-    return Sequential([s for s in steps if s is not None], name="build")
+    return Sequential([s for s in steps if s is not None], name="build", always_run=True)
 
 
 def build(mod: IRModule, target: str | Target | Iterable[str | Target] = "cpu",

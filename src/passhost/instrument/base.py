@@ -1,7 +1,8 @@
 """``PassInstrument`` and ``@pass_instrument``: TVM-style instruments as pluggy plugins.
 
 An instrument defines any of the callbacks ``enter_pass_ctx``, ``exit_pass_ctx``,
-``should_run``, ``run_before_pass``, ``run_after_pass`` and ``run_after_pass_failed``.
+``should_run``, ``run_before_pass``, ``run_after_pass``, ``run_after_pass_failed`` and
+``run_skipped``.
 Each one it defines is also exposed as the matching ``passhost_*`` hook implementation, so
 the object is a genuine pluggy plugin of the passhost hookspecs.
 """
@@ -17,17 +18,21 @@ from passhost.plugins.hookspecs import INSTRUMENT_CALLBACKS, hookimpl
 ALIAS_ATTR = "_passhost_alias_of"
 
 
-def _alias(callback: str, arity: int) -> Callable[..., Any]:
-    """A ``passhost_<callback>`` hook implementation that calls ``self.<callback>``."""
-    if arity == 0:
+def _alias(callback: str, args: tuple[str, ...]) -> Callable[..., Any]:
+    """A ``passhost_<callback>`` hook implementation that calls ``self.<callback>``; its
+    parameters are named as the hookspec's (pluggy passes hook arguments by name)."""
+    if not args:
         def hook(self: Any) -> Any:
             return getattr(self, callback)()
-    elif arity == 2:
+    elif args == ("mod", "info"):
         def hook(self: Any, mod: Any, info: Any) -> Any:
             return getattr(self, callback)(mod, info)
-    else:
+    elif args == ("mod", "info", "error"):
         def hook(self: Any, mod: Any, info: Any, error: BaseException) -> Any:
             return getattr(self, callback)(mod, info, error)
+    else:
+        def hook(self: Any, mod: Any, info: Any, vetoed_by: tuple[str, ...]) -> Any:
+            return getattr(self, callback)(mod, info, vetoed_by)
     hook.__name__ = hook.__qualname__ = f"passhost_{callback}"
     hook.__doc__ = f"Hook implementation forwarding to ``{callback}``."
     setattr(hook, ALIAS_ATTR, callback)
@@ -46,7 +51,7 @@ class PassInstrument:
         for callback, args in INSTRUMENT_CALLBACKS.items():
             hook_name = f"passhost_{callback}"
             if callable(getattr(cls, callback, None)) and getattr(cls, hook_name, None) is None:
-                setattr(cls, hook_name, _alias(callback, len(args)))
+                setattr(cls, hook_name, _alias(callback, args))
 
     @property
     def name(self) -> str:

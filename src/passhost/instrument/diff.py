@@ -124,9 +124,7 @@ class PrintAfterChange(PassInstrument):
             self._write("000_initial.txt", text)
 
     def _emit_diff(self, before: str, after: str, name: str, number: int) -> None:
-        diff = "".join(difflib.unified_diff(_lines(before), _lines(after),
-                                            fromfile=f"before {name}",
-                                            tofile=f"after {name}", n=3))
+        diff = text_diff(before, after, name)
         if self.dump_dir is None:
             print(diff, end="", file=self.file)
         else:
@@ -136,6 +134,14 @@ class PrintAfterChange(PassInstrument):
         assert self.dump_dir is not None
         self.dump_dir.mkdir(parents=True, exist_ok=True)
         (self.dump_dir / file_name).write_text(text, encoding="utf-8")
+
+
+def text_diff(before: str, after: str, name: str) -> str:
+    """The unified diff (3 lines of context, headers ``--- before <name>`` / ``+++ after
+    <name>``) of a module's text across the pass ``name``; empty when the texts are equal."""
+    return "".join(difflib.unified_diff(_lines(before), _lines(after),
+                                        fromfile=f"before {name}", tofile=f"after {name}",
+                                        n=3))
 
 
 def _lines(text: str) -> list[str]:

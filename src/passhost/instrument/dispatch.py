@@ -34,7 +34,7 @@ class Dispatch:
     """The callbacks of an instrument list, grouped by callback, in list order."""
 
     __slots__ = ("after", "before", "enter", "exit", "failed", "instruments", "owners",
-                 "should_run")
+                 "should_run", "skipped")
 
     def __init__(self, instruments: Iterable[Any]) -> None:
         self.instruments = tuple(instruments)
@@ -52,6 +52,7 @@ class Dispatch:
         self.before = tuple(fn for _, _, fn in table["run_before_pass"])
         self.after = tuple(fn for _, _, fn in table["run_after_pass"])
         self.failed = tuple(fn for _, _, fn in table["run_after_pass_failed"])
+        self.skipped = tuple(fn for _, _, fn in table["run_skipped"])
 
     def owner(self, fn: Callable[..., Any]) -> Any:
         """The instrument a bound callback belongs to."""

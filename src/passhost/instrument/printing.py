@@ -18,11 +18,25 @@ def _names(value: Iterable[str] | str | None) -> frozenset[str]:
     return frozenset(names(value, "pass name"))
 
 
-class PrintBeforeAll(PassInstrument):
+class _ShowsSkipped(PassInstrument):
+    """With ``show_skipped``, print ``Skipped Pass: <PassInfo> (vetoed by <names>)`` when an
+    instrument's should_run skips a pass (off by default: TVM prints nothing for it)."""
+
+    file: IO[str] | None
+    show_skipped: bool
+
+    def run_skipped(self, mod: Any, info: Any, vetoed_by: tuple[str, ...]) -> None:
+        """Print the skipped pass and the instruments that vetoed it, if asked to."""
+        if self.show_skipped:
+            print(f"Skipped Pass: {info} (vetoed by {', '.join(vetoed_by)})", file=self.file)
+
+
+class PrintBeforeAll(_ShowsSkipped):
     """Print ``Before Running Pass: <PassInfo>`` and the input module before every pass."""
 
-    def __init__(self, file: IO[str] | None = None) -> None:
+    def __init__(self, file: IO[str] | None = None, show_skipped: bool = False) -> None:
         self.file = file
+        self.show_skipped = show_skipped
 
     def run_before_pass(self, mod: Any, info: Any) -> None:
         """Print the header and the module the pass is about to run on."""
@@ -30,11 +44,12 @@ class PrintBeforeAll(PassInstrument):
         print(mod, file=self.file)
 
 
-class PrintAfterAll(PassInstrument):
+class PrintAfterAll(_ShowsSkipped):
     """Print ``After Running Pass: <PassInfo>`` and the output module after every pass."""
 
-    def __init__(self, file: IO[str] | None = None) -> None:
+    def __init__(self, file: IO[str] | None = None, show_skipped: bool = False) -> None:
         self.file = file
+        self.show_skipped = show_skipped
 
     def run_after_pass(self, mod: Any, info: Any) -> None:
         """Print the header and the module the pass returned."""

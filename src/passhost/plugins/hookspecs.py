@@ -74,6 +74,11 @@ class InstrumentHooks:
     def passhost_run_after_pass_failed(self, mod: Any, info: Any, error: BaseException) -> None:
         """Called, instead of run_after_pass, when the pass body raised ``error``."""
 
+    @hookspec
+    def passhost_run_skipped(self, mod: Any, info: Any, vetoed_by: tuple[str, ...]) -> None:
+        """Called when ``should_run`` skipped the pass; ``vetoed_by`` names the instruments
+        that answered false, in list order. Optional: instruments without it see no change."""
+
 
 class TargetHooks:
     """The two points of the build flow where a target customises lowering."""
@@ -98,6 +103,7 @@ INSTRUMENT_CALLBACKS: dict[str, tuple[str, ...]] = {
     "run_before_pass": ("mod", "info"),
     "run_after_pass": ("mod", "info"),
     "run_after_pass_failed": ("mod", "info", "error"),
+    "run_skipped": ("mod", "info", "vetoed_by"),
 }
 
 #: The registration hooks and the registry each one fills.

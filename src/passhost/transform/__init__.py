@@ -13,24 +13,28 @@ from passhost.transform.passes import (
     PrimFuncPass,
     Sequential,
     function_pass,
+    mark_always_run,
     module_pass,
     prim_func_pass,
 )
 from passhost.transform.pipeline import (
     PassElement,
+    PassTextError,
     Pipeline,
     PipelineError,
     SequentialElement,
     build_pipeline,
     format_pipeline,
     parse_pipeline,
+    pass_to_element,
 )
 from passhost.transform.print_ir import PrintIR
 from passhost.transform.registry import get_pass, list_passes, pass_spec
 
 __all__ = [
     "IMMUTABLE_MODULE", "FunctionPass", "ModulePass", "Pass", "PassContext", "PassElement",
-    "PassInfo", "Pipeline", "PipelineError", "PrimFuncPass", "PrintIR", "Sequential",
-    "SequentialElement", "build_pipeline", "format_pipeline", "function_pass", "get_pass",
-    "list_passes", "module_pass", "parse_pipeline", "pass_spec", "prim_func_pass",
+    "PassInfo", "PassTextError", "Pipeline", "PipelineError", "PrimFuncPass", "PrintIR",
+    "Sequential", "SequentialElement", "build_pipeline", "format_pipeline",
+    "function_pass", "get_pass", "list_passes", "mark_always_run", "module_pass",
+    "parse_pipeline", "pass_spec", "pass_to_element", "prim_func_pass",
 ]

@@ -27,13 +27,21 @@ _LOG = logging.getLogger("passhost.transform")
 #: The config key that makes every pass check that it left its input module unchanged.
 IMMUTABLE_MODULE = "testing.immutable_module"
 
+#: Config options that install a registered instrument, called after the context's own
+#: instruments: config key -> (instrument name, the instrument option the value goes to).
+CONFIG_INSTRUMENTS: dict[str, tuple[str, str]] = {
+    "debug.max_pass_executions": ("execution-limit", "max"),
+    "debug.reproducer_dir": ("reproducer", "dir"),
+    "debug.trace_events": ("trace-events", "path"),
+}
+
 
 class PassContext:
     """The settings passes run under: optimisation level, required and disabled passes,
     instruments and typed config. Use it as a context manager; fields are read-only."""
 
     __slots__ = ("_check_immutable", "_config", "_disabled", "_disabled_set", "_dispatch",
-                 "_opt_level", "_plain", "_required", "_required_set")
+                 "_from_config", "_opt_level", "_plain", "_required", "_required_set")
 
     def __init__(self, opt_level: int = 2, required_pass: Iterable[str] | str | None = None,
                  disabled_pass: Iterable[str] | str | None = None,
@@ -48,7 +56,8 @@ class PassContext:
         self._disabled_set = frozenset(self._disabled)
         self._config = _check_config(config)
         self._check_immutable = bool(self._config.get(IMMUTABLE_MODULE, False))
-        self._set_dispatch(Dispatch(instruments or ()))
+        self._from_config = _config_instruments(self._config)
+        self._set_dispatch(Dispatch((*(instruments or ()), *self._from_config)))
 
     # -- read-only fields ---------------------------------------------------------------
     @property
@@ -68,7 +77,8 @@ class PassContext:
 
     @property
     def instruments(self) -> tuple[Any, ...]:
-        """The instruments, in the order their callbacks are called."""
+        """The instruments, in the order their callbacks are called: those given, then those
+        the config options of :data:`CONFIG_INSTRUMENTS` install."""
         return self._dispatch.instruments
 
     @property
@@ -120,10 +130,11 @@ class PassContext:
     # -- instruments --------------------------------------------------------------------
     def override_instruments(self, instruments: Iterable[Any]) -> None:
         """Exit the current instruments, then install and enter ``instruments`` (rules 20,
-        25, 26). Works on any context, entered or not."""
+        25, 26). Works on any context, entered or not. Instruments installed by config
+        options stay, after the new ones (the config is fixed for the context's life)."""
         if instruments is None:
             raise TypeError("override_instruments takes a list of instruments, found None")
-        new = Dispatch(instruments)  # validate before anything changes
+        new = Dispatch((*instruments, *self._from_config))  # validate before anything changes
         self._exit_instruments()
         self._set_dispatch(new)
         self._enter_instruments()
@@ -167,17 +178,19 @@ class PassContext:
         info = pass_.info
         dispatch = self._dispatch
         if dispatch.should_run and info.name not in self._required_set:
-            run = True
+            vetoes = []
             try:
                 for fn in dispatch.should_run:
                     answer = fn(mod, info)
                     if answer is not True and not _as_bool(answer, dispatch, fn, info):
-                        run = False
+                        vetoes.append(fn)
             except Exception as err:
                 note_callback(err, instrument_name(dispatch.owner(fn)), "should_run",
                               info.name)
                 raise
-            if not run:
+            if vetoes:
+                if dispatch.skipped:
+                    _notify_skipped(dispatch, mod, info, vetoes)
                 return mod
         try:
             for fn in dispatch.before:
@@ -205,6 +218,31 @@ class PassContext:
                           info.name)
             raise
         return out
+
+
+def _notify_skipped(dispatch: Dispatch, mod: IRModule, info: Any, vetoes: list[Any]) -> None:
+    """Call ``run_skipped`` in list order, naming the instruments whose should_run said no."""
+    vetoed_by = tuple(instrument_name(dispatch.owner(fn)) for fn in vetoes)
+    try:
+        for fn in dispatch.skipped:
+            fn(mod, info, vetoed_by)
+    except Exception as err:
+        note_callback(err, instrument_name(dispatch.owner(fn)), "run_skipped", info.name)
+        raise
+
+
+def _config_instruments(config: FrozenDict) -> tuple[Any, ...]:
+    """The instruments the config options of :data:`CONFIG_INSTRUMENTS` ask for, created
+    through the instrument registry (an option left unset, or None, asks for none)."""
+    wanted = [(key, config[key]) for key in CONFIG_INSTRUMENTS if config.get(key) is not None]
+    if not wanted:
+        return ()
+    registry = get_host().registries.instruments
+    made = []
+    for key, value in wanted:
+        instrument, option = CONFIG_INSTRUMENTS[key]
+        made.append(registry.get(instrument).create({option: value}))
+    return tuple(made)
 
 
 def _as_bool(answer: Any, dispatch: Dispatch, fn: Any, info: Any) -> bool:

@@ -42,3 +42,22 @@ def note_callback(error: BaseException, instrument: str, callback: str,
     if pass_name is not None:
         where += f" for pass {pass_name}"
     _add_extensible(error, where)
+
+
+_POSITIONS_ATTR = "_passhost_positions"
+
+
+def note_position(error: BaseException, sequential: object, index: int) -> None:
+    """Record that ``error`` left the ``index``-th child of ``sequential`` (a Sequential),
+    or a dependency run before it; enclosing Sequentials add their positions after."""
+    with contextlib.suppress(AttributeError):  # exception types without attribute storage
+        positions = getattr(error, _POSITIONS_ATTR, None)
+        if positions is None:
+            positions = []
+            setattr(error, _POSITIONS_ATTR, positions)
+        positions.append((sequential, index))
+
+
+def failure_positions(error: BaseException) -> list[tuple[object, int]]:
+    """The ``(sequential, index)`` positions ``error`` left, innermost first."""
+    return list(getattr(error, _POSITIONS_ATTR, ()))

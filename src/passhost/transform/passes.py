@@ -7,23 +7,30 @@ call pauses Python's cyclic garbage collector until it returns.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
 from gc import disable as _gc_disable
 from gc import enable as _gc_enable
 from gc import isenabled as _gc_isenabled
 from typing import Any
 
+from attrs import evolve
+
 from passhost.ir.expr import BaseFunc
 from passhost.ir.module import IRModule
 from passhost.transform.context import _STATE, PassContext
 from passhost.transform.info import PassInfo
-from passhost.transform.notes import note_pass
+from passhost.transform.notes import note_pass, note_position
 
 
 class Pass:
-    """A transformation of IRModules; ``pass(mod)`` returns a new module (or ``mod``)."""
+    """A transformation of IRModules; ``pass(mod)`` returns a new module (or ``mod``).
 
-    __slots__ = ("info",)
+    ``_origin`` is set on passes made from the pass registry: the registered name and the
+    options as text, so that the pass can be written back as a pipeline element.
+    """
+
+    __slots__ = ("_origin", "info")
     info: PassInfo
 
     def __call__(self, mod: IRModule) -> IRModule:
@@ -152,33 +159,53 @@ class Sequential(Pass):
     __slots__ = ("passes",)
 
     def __init__(self, passes: Iterable[Pass] | None = None, opt_level: int = 0,
-                 name: str = "sequential", required: Iterable[str] | str | None = None) -> None:
+                 name: str = "sequential", required: Iterable[str] | str | None = None,
+                 *, always_run: bool = False) -> None:
         self.passes = tuple(passes or ())
         for p in self.passes:
             if not isinstance(p, Pass):
                 raise TypeError(f"Sequential {name!r} holds passes, found {type(p).__name__} "
                                 f"{p!r}")
-        self.info = PassInfo(opt_level, name, required)
+        self.info = PassInfo(opt_level, name, required, always_run=always_run, sequential=True)
 
     def _body(self, mod: IRModule, ctx: PassContext) -> IRModule:
         disabled = ctx._disabled_set
         required = ctx._required_set
         opt_level = ctx._opt_level
-        for p in self.passes:
+        for index, p in enumerate(self.passes):
             info = p.info
             name = info.name
             if name in disabled or (name not in required and opt_level < info.opt_level):
                 continue
-            for dependency in info.required:
-                mod = _dependency(dependency)(mod)
-            mod = p(mod)
+            try:
+                for dependency in info.required:
+                    mod = _dependency(dependency, info.always_run)(mod)
+                mod = p(mod)
+            except Exception as err:
+                note_position(err, self, index)
+                raise
         return mod
 
 
-def _dependency(name: str) -> Pass:
+def _dependency(name: str, always: bool) -> Pass:
+    """The registered pass ``name``, run before a child that requires it; the dependencies
+    of a pass that always runs always run too."""
     from passhost.transform.registry import get_pass
 
-    return get_pass(name)
+    dependency = get_pass(name)
+    return mark_always_run(dependency) if always else dependency
+
+
+def mark_always_run(pass_: Pass) -> Pass:
+    """A copy of ``pass_`` whose PassInfo has ``always_run`` set: debugging tools that skip
+    passes never skip it. ``pass_`` itself is left as it is."""
+    if not isinstance(pass_, Pass):
+        raise TypeError(f"mark_always_run takes a Pass, found {type(pass_).__name__} {pass_!r}")
+    if pass_.info.always_run:
+        return pass_
+    marked = copy.copy(pass_)
+    marked.info = evolve(pass_.info, always_run=True)
+    return marked
 
 
 # -- decorators -------------------------------------------------------------------------
@@ -205,9 +232,11 @@ def _pass_class(kind: type, cls: type, method: str, info: PassInfo) -> type:
 
 
 def _decorator(kind: type, method: str, pass_arg: Any, opt_level: int, name: str | None,
-               required: Iterable[str] | str | None, traceable: bool) -> Any:
+               required: Iterable[str] | str | None, traceable: bool,
+               always: bool) -> Any:
     def create(target: Any) -> Any:
-        info = PassInfo(opt_level, name or getattr(target, "__name__", ""), required, traceable)
+        info = PassInfo(opt_level, name or getattr(target, "__name__", ""), required, traceable,
+                        always_run=always)
         if isinstance(target, type):
             return _pass_class(kind, target, method, info)
         if callable(target):
@@ -218,24 +247,27 @@ def _decorator(kind: type, method: str, pass_arg: Any, opt_level: int, name: str
 
 
 def module_pass(pass_func: Any = None, opt_level: int = 0, name: str | None = None,
-                required: Iterable[str] | str | None = None, traceable: bool = False) -> Any:
+                required: Iterable[str] | str | None = None, traceable: bool = False,
+                *, always_run: bool = False) -> Any:
     """Make a module pass from ``func(mod, ctx)``, or a pass class from a class with
     ``transform_module(self, mod, ctx)``; usable directly or as a decorator."""
     return _decorator(ModulePass, "transform_module", pass_func, opt_level, name, required,
-                      traceable)
+                      traceable, always_run)
 
 
 def function_pass(pass_func: Any = None, opt_level: int = 0, name: str | None = None,
-                  required: Iterable[str] | str | None = None, traceable: bool = False) -> Any:
+                  required: Iterable[str] | str | None = None, traceable: bool = False,
+                  *, always_run: bool = False) -> Any:
     """Make a pass applied to each graph function from ``func(f, mod, ctx)``, or from a
     class with ``transform_function(self, f, mod, ctx)``."""
     return _decorator(FunctionPass, "transform_function", pass_func, opt_level, name,
-                      required, traceable)
+                      required, traceable, always_run)
 
 
 def prim_func_pass(pass_func: Any = None, opt_level: int = 0, name: str | None = None,
-                   required: Iterable[str] | str | None = None, traceable: bool = False) -> Any:
+                   required: Iterable[str] | str | None = None, traceable: bool = False,
+                   *, always_run: bool = False) -> Any:
     """Make a pass applied to each PrimFunc from ``func(f, mod, ctx)``, or from a class with
     ``transform_function(self, f, mod, ctx)``."""
     return _decorator(PrimFuncPass, "transform_function", pass_func, opt_level, name,
-                      required, traceable)
+                      required, traceable, always_run)

@@ -32,13 +32,14 @@ from passhost.errors import (
     ConflictError,
     OptionError,
     ParseError,
+    PasshostError,
     UnknownNameError,
     add_note,
     close_matches,
 )
 from passhost.plugins.manager import get_host
 from passhost.transform.passes import Pass, Sequential
-from passhost.transform.registry import get_pass
+from passhost.transform.registry import get_pass, pass_origin
 
 #: The element name whose body is a nested pipeline rather than options.
 SEQUENTIAL = "sequential"
@@ -533,3 +534,59 @@ def _expand(element: PassElement, levels: list[_Level], pipelines: Any) -> _Leve
         _note_usage(err, levels)
         raise
     return _Level(nested.elements, element.name, source_name, element.name, used_at)
+
+
+# -- passes back to text --------------------------------------------------------------------
+
+class PassTextError(PasshostError, ValueError):
+    """A pass has no text form: it is not a registered pass (``name`` says which)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"pass {name!r} is not a registered pass, so no pipeline text can "
+                         f"build it again")
+        self.name = name
+
+
+def pass_to_element(pass_: Pass) -> Element:
+    """The pipeline element that builds ``pass_`` again.
+
+    A pass made from the registry (a textual pipeline, :func:`get_pass`) is written with the
+    options it was made with; another pass of a registered name by its name alone (its
+    options take their defaults); a Sequential named after a registered pipeline by that
+    name, any other Sequential as ``sequential{...}`` of its children. A pass with no
+    registered name raises :class:`PassTextError`.
+    """
+    if not isinstance(pass_, Pass):
+        raise TypeError(f"pass_to_element takes a Pass, found {type(pass_).__name__}")
+    registries = get_host().registries
+    top: list[Element] = []
+    #: per open Sequential: its remaining children, the elements made so far, the parent's
+    stack: list[tuple[Iterator[Pass], list[Element], list[Element] | None]] = [
+        (iter((pass_,)), top, None)]
+    while stack:
+        passes, made, parent = stack[-1]
+        child = next(passes, None)
+        if child is None:
+            stack.pop()
+            if parent is not None:
+                parent.append(SequentialElement(tuple(made)))
+            continue
+        element = _element_of(child, registries)
+        if element is None:
+            stack.append((iter(child.passes), [], made))  # type: ignore[attr-defined]
+        else:
+            made.append(element)
+    return top[0]
+
+
+def _element_of(pass_: Pass, registries: Any) -> PassElement | None:
+    """The element of one pass, or None for a Sequential to write child by child."""
+    name = pass_.info.name
+    if isinstance(pass_, Sequential):
+        return PassElement(name) if name in registries.pipelines else None
+    origin = pass_origin(pass_)
+    if origin is not None:
+        return PassElement(origin[0], origin[1])
+    if name in registries.passes and is_name(name):
+        return PassElement(name)
+    raise PassTextError(name)

@@ -23,7 +23,24 @@ def get_pass(name: str, options: Mapping[str, Any] | None = None, *,
     if created.info.name != name:
         raise TypeError(f"the factory of pass {name!r} returned a pass named "
                         f"{created.info.name!r}")
+    created._origin = (name, _options_text(spec, options, from_text))
     return created
+
+
+def _options_text(spec: PassSpec, options: Mapping[str, Any] | None,
+                  from_text: bool) -> tuple[tuple[str, str], ...]:
+    """The options a pass was made with, as the text a pipeline element gives them."""
+    if not options:
+        return ()
+    declared = {opt.name: opt for opt in spec.options}
+    return tuple((key, value if from_text else declared[key].format(value))
+                 for key, value in options.items())
+
+
+def pass_origin(pass_: Pass) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+    """``(registered name, options as text)`` of a pass made by :func:`get_pass`, else
+    None (a pass made in Python: its options are not known)."""
+    return getattr(pass_, "_origin", None)
 
 
 def list_passes() -> list[PassSpec]:

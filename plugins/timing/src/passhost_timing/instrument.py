@@ -18,6 +18,8 @@ from passhost_timing.profile import (
 )
 
 NOTHING_PROFILED = "no passes have been profiled, did you enable pass profiling?"
+#: Marks the log entry of a skipped pass.
+SKIPPED = "skipped"
 
 
 _now = time.perf_counter_ns
@@ -29,11 +31,18 @@ class PassTimingInstrument(PassInstrument):
     holding it is entered or exited, survives passes that raise, and is available as text
     (:meth:`render`), data (:meth:`profile`), JSON and a Chrome trace.
 
-    While passes run, the callbacks only append ``(info, ns)`` (a pass starts) or
-    ``(info, ns, failed)`` (it ends) to a log; the tree is built when asked for.
+    With ``show_skipped``, the passes an instrument's should_run skipped are in the profile
+    too, where they would have run: a :class:`PassProfile` of no duration whose
+    ``skipped_by`` names the instruments that vetoed it, rendered as
+    ``name: skipped (vetoed by X)``. Off by default: TVM neither times nor shows them.
+
+    While passes run, the callbacks only append ``(info, ns)`` (a pass starts),
+    ``(info, ns, failed)`` (it ends) or ``(info, ns, vetoed_by, SKIPPED)`` (it was skipped)
+    to a log; the tree is built when asked for.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, show_skipped: bool = False) -> None:
+        self.show_skipped = show_skipped
         self._log: list[tuple[Any, ...]] = []
         self._record = self._log.append
 
@@ -58,6 +67,11 @@ class PassTimingInstrument(PassInstrument):
         """Note that the pass ended by raising, so later renders stay correct."""
         self._record((info, _now(), True))
 
+    def run_skipped(self, mod: Any, info: Any, vetoed_by: tuple[str, ...]) -> None:
+        """Note the skipped pass, if asked to show skipped passes."""
+        if self.show_skipped:
+            self._record((info, _now(), vetoed_by, SKIPPED))
+
     # -- results -------------------------------------------------------------------------
     def clear(self) -> None:
         """Forget everything profiled so far."""
@@ -78,6 +92,12 @@ class PassTimingInstrument(PassInstrument):
         for event in self._log:
             if len(event) == 2:
                 stack.append([event[0], event[1], []])
+                continue
+            if len(event) == 4:
+                info, at, vetoed_by, _ = event
+                skipped = PassProfile(info.name, 0.0, 0.0, (at - origin) / 1e3,
+                                      skipped_by=tuple(vetoed_by))
+                (stack[-1][2] if stack else top).append(skipped)
                 continue
             info, end, failed = event
             depth = len(stack) - 1

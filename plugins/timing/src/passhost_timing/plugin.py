@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from passhost import hookimpl
-from passhost.plugins import InstrumentSpec
+from passhost.plugins import BOOL, InstrumentSpec, OptionSpec
 
 
 @hookimpl
@@ -12,4 +12,6 @@ def passhost_register_instruments() -> list[InstrumentSpec]:
     from passhost_timing.instrument import PassTimingInstrument
 
     return [InstrumentSpec("timing", PassTimingInstrument,
-                           "wall-clock time of every pass, nested; render(), JSON, Chrome trace")]
+                           "wall-clock time of every pass, nested; render(), JSON, Chrome trace",
+                           options=[OptionSpec("show_skipped", BOOL, False,
+                                               "also show the passes should_run skipped")])]

@@ -18,7 +18,8 @@ SCHEMA_VERSION = 1
 class PassProfile:
     """One timed run of a pass: name, wall time and self time in microseconds, start offset
     (microseconds since the first profiled pass), whether the pass raised, and the passes
-    it ran inside itself."""
+    it ran inside itself. A skipped pass (shown on request) has no duration and names the
+    instruments that vetoed it in ``skipped_by``."""
 
     name: str
     duration_us: float
@@ -26,6 +27,7 @@ class PassProfile:
     start_us: float
     failed: bool = False
     children: tuple[PassProfile, ...] = field(default=())
+    skipped_by: tuple[str, ...] = ()
 
 
 Visit = tuple[int, PassProfile, "PassProfile | None"]
@@ -51,6 +53,10 @@ def render_profiles(profiles: tuple[PassProfile, ...]) -> str:
     total = sum(int(p.duration_us) for p in profiles)
     lines = []
     for depth, prof, parent in walk(profiles):
+        if prof.skipped_by:
+            lines.append(f"{chr(9) * depth}{prof.name}: skipped (vetoed by "
+                         f"{', '.join(prof.skipped_by)})\n")
+            continue
         duration = int(prof.duration_us)
         own = duration - sum(int(c.duration_us) for c in prof.children)
         of_total = _percent(duration, total)
@@ -61,8 +67,11 @@ def render_profiles(profiles: tuple[PassProfile, ...]) -> str:
 
 
 def _as_dict(prof: PassProfile) -> dict[str, Any]:
-    return {"name": prof.name, "duration_us": prof.duration_us, "self_us": prof.self_us,
+    node = {"name": prof.name, "duration_us": prof.duration_us, "self_us": prof.self_us,
             "start_us": prof.start_us, "failed": prof.failed, "children": []}
+    if prof.skipped_by:
+        node["skipped_by"] = list(prof.skipped_by)
+    return node
 
 
 def profile_to_dict(profiles: tuple[PassProfile, ...]) -> dict[str, Any]:
@@ -82,10 +91,15 @@ def profile_to_json(profiles: tuple[PassProfile, ...], indent: int | None = 2) -
 
 def profile_to_chrome_trace(profiles: tuple[PassProfile, ...]) -> dict[str, Any]:
     """The profile in the Trace Event format of ``chrome://tracing`` and Perfetto: one
-    complete event (``ph: "X"``) per pass, nested by time."""
+    complete event (``ph: "X"``) per pass, nested by time; an instant event per skipped
+    pass."""
     pid, tid = os.getpid(), threading.get_ident()
     events = [{"name": prof.name, "cat": "pass", "ph": "X", "ts": prof.start_us,
                "dur": prof.duration_us, "pid": pid, "tid": tid,
                "args": {"self_us": prof.self_us, "failed": prof.failed}}
+              if not prof.skipped_by else
+              {"name": f"skipped: {prof.name}", "cat": "skip", "ph": "i", "s": "t",
+               "ts": prof.start_us, "pid": pid, "tid": tid,
+               "args": {"vetoed_by": list(prof.skipped_by)}}
               for _, prof, _ in walk(profiles)]
     return {"traceEvents": events, "displayTimeUnit": "ms"}
