@@ -158,3 +158,15 @@ def test_executor_input_errors(saved):
         executor()
     with pytest.raises(ExecutorError, match="output 5 does not exist"):
         executor.get_output(5)
+
+
+def test_a_scalar_parameter_keeps_its_shape(targets, tmp_path):
+    """An unfused scalar constant is a 0-d parameter of the plan; it must not become (1,)."""
+    x = relay.var("x", shape=(3,))
+    mod = IRModule.from_expr(Function([x], relay.multiply(x, relay.const(np.float32(1.5)))))
+    with PassContext(opt_level=3, disabled_pass=["FuseOps"]):
+        compiled = build(mod, "ref-host")
+    compiled.save(tmp_path / "scalar.tar")
+    data = np.arange(3, dtype="float32")
+    out = load_artifact(tmp_path / "scalar.tar").executor()(x=data)[0]
+    np.testing.assert_array_equal(out, data * np.float32(1.5))

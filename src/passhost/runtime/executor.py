@@ -55,7 +55,7 @@ class Executor:
     def _param(params: Mapping[str, np.ndarray], t: Any) -> np.ndarray:
         if t.name not in params:
             raise ExecutorError(f"parameter {t.name!r} is missing")
-        arr = np.ascontiguousarray(params[t.name])
+        arr = np.asarray(params[t.name], order="C")  # keeps 0-d arrays 0-d
         if arr.shape != t.shape or arr.dtype.name != t.dtype:
             raise ExecutorError(f"parameter {t.name!r}: expected {t.dtype}{list(t.shape)}, "
                                 f"found {arr.dtype.name}{list(arr.shape)}")
