@@ -28,8 +28,9 @@ __all__ = [
     "dtype_range", "exp_on_negative_values", "fc_effective_scale",
     "is_softmax_int8_output_scale", "mul_effective_scale", "multiply_by_quantized_multiplier",
     "one_over_one_plus_x_for_x_in_0_1", "quantize_multiplier", "quantize_multipliers",
-    "requantize_effective_scales", "round_half_away", "rounding_divide_by_pot",
-    "saturating_rounding_doubling_high_mul", "saturating_rounding_multiply_by_pot",
+    "quantized_add", "quantized_mul", "requantize_effective_scales", "round_half_away",
+    "rounding_divide_by_pot", "saturating_rounding_doubling_high_mul",
+    "saturating_rounding_multiply_by_pot",
     "softmax_int8", "softmax_params", "wrap_int32",
 ]
 
@@ -277,6 +278,31 @@ def add_params(lhs_scale: float, rhs_scale: float, output_scale: float, dtype: s
     m2, sh2 = quantize_multiplier(s2 / twice_max)
     mo, sho = quantize_multiplier(twice_max / (float(1 << left_shift) * so))
     return AddParams(left_shift, m1, sh1, m2, sh2, mo, sho)
+
+
+def quantized_add(lhs: Any, rhs: Any, lhs_offset: int, rhs_offset: int, params: AddParams,
+                  output_offset: int) -> np.ndarray:
+    """TFLite's integer add (``arm_elementwise_add_s8/_s16``) of integer arrays (broadcast):
+    each input plus its offset (the negated zero point) is shifted left by ``left_shift`` and
+    scaled by its multiplier, the sum is rescaled by the output multiplier, and
+    ``output_offset`` is added with int32 wrap-around. Not clamped: an int64 array."""
+    a = _wrap((_ints(lhs, "lhs") + int(lhs_offset)) << params.left_shift)
+    b = _wrap((_ints(rhs, "rhs") + int(rhs_offset)) << params.left_shift)
+    a = multiply_by_quantized_multiplier(a, params.lhs_multiplier, params.lhs_shift)
+    b = multiply_by_quantized_multiplier(b, params.rhs_multiplier, params.rhs_shift)
+    total = _wrap(np.asarray(a) + np.asarray(b))
+    out = multiply_by_quantized_multiplier(total, params.output_multiplier, params.output_shift)
+    return _wrap(np.asarray(out) + int(output_offset))
+
+
+def quantized_mul(lhs: Any, rhs: Any, lhs_offset: int, rhs_offset: int, multiplier: int,
+                  shift: int, output_offset: int) -> np.ndarray:
+    """TFLite's integer multiply (``arm_elementwise_mul_s8/_s16``) of integer arrays
+    (broadcast): the product of the offset inputs, rescaled by ``(multiplier, shift)``, plus
+    ``output_offset`` with int32 wrap-around. Not clamped: an int64 array."""
+    prod = _wrap((_ints(lhs, "lhs") + int(lhs_offset)) * (_ints(rhs, "rhs") + int(rhs_offset)))
+    out = multiply_by_quantized_multiplier(prod, multiplier, shift)
+    return _wrap(np.asarray(out) + int(output_offset))
 
 
 # -- int8 softmax -----------------------------------------------------------------------------

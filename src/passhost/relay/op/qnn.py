@@ -337,13 +337,7 @@ def _qadd(_attrs: object, lhs: np.ndarray, rhs: np.ndarray, lhs_scale: np.ndarra
     p = fp.add_params(s1, s2, so, dtype)
     if max(p.lhs_shift, p.rhs_shift, p.output_shift) > 31:
         raise _bad_value("qnn.add", "output_scale", "an output multiplier below 2^31", so)
-    a = fp.wrap_int32((lhs.astype(np.int64) - z1) << p.left_shift)
-    b = fp.wrap_int32((rhs.astype(np.int64) - z2) << p.left_shift)
-    a = fp.multiply_by_quantized_multiplier(a, p.lhs_multiplier, p.lhs_shift)
-    b = fp.multiply_by_quantized_multiplier(b, p.rhs_multiplier, p.rhs_shift)
-    total = fp.wrap_int32(a + b)
-    out = fp.multiply_by_quantized_multiplier(total, p.output_multiplier, p.output_shift)
-    return _saturate(np.asarray(out) + zo, dtype)
+    return _saturate(fp.quantized_add(lhs, rhs, -z1, -z2, p, zo), dtype)
 
 
 def _qmul(_attrs: object, lhs: np.ndarray, rhs: np.ndarray, lhs_scale: np.ndarray,
@@ -355,9 +349,7 @@ def _qmul(_attrs: object, lhs: np.ndarray, rhs: np.ndarray, lhs_scale: np.ndarra
     mult, shift = fp.quantize_multiplier(fp.mul_effective_scale(s1, s2, so))
     if shift > 31:
         raise _bad_value("qnn.mul", "output_scale", "an effective multiplier below 2^31", so)
-    prod = fp.wrap_int32((lhs.astype(np.int64) - z1) * (rhs.astype(np.int64) - z2))
-    out = fp.multiply_by_quantized_multiplier(prod, mult, shift)
-    return _saturate(np.asarray(out) + zo, dtype)
+    return _saturate(fp.quantized_mul(lhs, rhs, -z1, -z2, mult, shift, zo), dtype)
 
 
 add = define_op(
