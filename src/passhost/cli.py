@@ -196,17 +196,23 @@ def _opt(args: argparse.Namespace) -> int:
             out = passes(mod)
         finally:
             render_instruments(instruments)
-    to_stdout = args.output in (None, "-")
-    text = out.astext(show_meta_data=not args.hide_meta_data)
-    if to_stdout:
+    write_output(out.astext(show_meta_data=not args.hide_meta_data), args.output)
+    return 0
+
+
+def write_output(text: str, output: str | None, announce: bool = False) -> None:
+    """Write ``text`` to the file ``output``, or to standard output when it is None or
+    ``-``; ``announce`` prints ``wrote FILE`` on standard error after writing a file."""
+    if output in (None, "-"):
         sys.stdout.write(text)
-        return 0
+        return
     try:
-        with open(args.output, "w", encoding="utf-8") as file:
+        with open(output, "w", encoding="utf-8") as file:
             file.write(text)
     except OSError as err:
-        raise CommandError(f"cannot write {args.output}: {err.strerror or err}") from None
-    return 0
+        raise CommandError(f"cannot write {output}: {err.strerror or err}") from None
+    if announce:
+        print(f"wrote {output}", file=sys.stderr)
 
 
 def _opt_level(text: str) -> int:

@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from passhost.cli import CommandError, parse_config, read_module
+from passhost.cli import CommandError, parse_config, read_module, write_output
 
 __all__ = ["add_commands", "add_flags", "debug_config", "reproduce_command"]
 
@@ -99,15 +99,9 @@ def _trace(args: argparse.Namespace) -> int:
         text = json.dumps(trace_to_chrome(header, events))
     else:
         text = "".join(_describe(event) + "\n" for event in events)
-    if args.output in (None, "-"):
-        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
-        return 0
-    try:
-        with open(args.output, "w", encoding="utf-8") as file:
-            file.write(text)
-    except OSError as err:
-        raise CommandError(f"cannot write {args.output}: {err.strerror or err}") from None
-    print(f"wrote {args.output}", file=sys.stderr)
+    if args.output in (None, "-") and text and not text.endswith("\n"):
+        text += "\n"
+    write_output(text, args.output, announce=True)
     return 0
 
 
