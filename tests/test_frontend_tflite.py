@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -19,47 +20,24 @@ import pytest
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="TFLite Micro is the oracle")
 
-from tflite_micro import runtime as tflm
-
 import passhost
 from passhost.frontend import TfliteImportError, from_tflite
 from passhost.relay.visitor import post_order
+from passhost.testing import tflite_models as tm
 from passhost.testing.tflite_builder import TfliteBuilder
 from passhost.transform import PassContext
 
 SEED = 20261122
 ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 RUNS = 3  # input sets per model
-
-
-def rng_for(*key: int) -> np.random.Generator:
-    return np.random.default_rng([SEED, *key])
+rng_for = partial(tm.seeded_rng, SEED)
 
 
 # -- running both engines ----------------------------------------------------------------------
-def run_tflm(buf: bytes, inputs: list[np.ndarray], n_out: int) -> list[np.ndarray]:
-    interp = tflm.Interpreter.from_bytes(buf, arena_size=4 << 20)
-    for i, x in enumerate(inputs):
-        interp.set_input(x, i)
-    interp.invoke()
-    return [interp.get_output(i) for i in range(n_out)]
-
-
 def compile_tflite(buf: bytes, shape=None):
     mod, params = from_tflite(buf, shape)
     with PassContext(opt_level=3):
         return passhost.build(mod, "cpu", params).executor()
-
-
-def random_inputs(b: TfliteBuilder, rng: np.random.Generator) -> list[np.ndarray]:
-    arrays = []
-    for t in b.graph_inputs:
-        shape, dtype = b.shape(t), b.dtype(t)
-        if dtype == "int8":
-            arrays.append(rng.integers(-128, 128, shape).astype("int8"))
-        else:
-            arrays.append((rng.standard_normal(shape) * 2).astype(dtype))
-    return arrays
 
 
 def check(b: TfliteBuilder, rng: np.random.Generator, exact: bool = True) -> None:
@@ -68,8 +46,8 @@ def check(b: TfliteBuilder, rng: np.random.Generator, exact: bool = True) -> Non
     buf = b.to_bytes()
     executor = compile_tflite(buf)
     for _ in range(RUNS):
-        inputs = random_inputs(b, rng)
-        want = run_tflm(buf, inputs, len(b.graph_outputs))
+        inputs = tm.random_inputs(b, rng)
+        want = tm.run_tflm(buf, inputs, len(b.graph_outputs))
         got = executor(*inputs)
         assert len(got) == len(want)
         for g, w in zip(got, want):
@@ -80,37 +58,20 @@ def check(b: TfliteBuilder, rng: np.random.Generator, exact: bool = True) -> Non
                 np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
 
 
-# -- random quantised tensors ------------------------------------------------------------------
-def zero_point(rng: np.random.Generator) -> int:
-    return int(rng.choice([-128, 127])) if rng.random() < 0.15 else int(rng.integers(-40, 40))
-
-
-def q_input(b: TfliteBuilder, rng: np.random.Generator, shape, name: str = "x"):
-    scale = float(np.float32(rng.uniform(0.005, 0.1)))
-    return b.input(shape, "int8", name=name, scale=scale, zero_point=zero_point(rng)), scale
-
-
-def q_weight(b, rng, shape, axis: int, per_channel: bool, zp: int = 0):
-    channels = shape[axis] if per_channel else 1
-    scales = rng.uniform(0.002, 0.02, channels).astype("float32")
-    data = rng.integers(-127, 128, shape).astype("int8")
-    return b.constant(data, name="w", scale=scales, zero_point=zp,
-                      quantized_dimension=axis if per_channel else 0), scales
-
-
-def q_bias(b, rng, channels: int):
-    return b.constant(rng.integers(-3000, 3000, channels).astype("int32"), name="bias")
-
-
-def matmul_out_scale(rng, s_in: float, s_w: np.ndarray, depth: int) -> float:
-    """An output scale that puts most of the accumulator range inside int8."""
-    return float(s_in * float(s_w.mean()) * 74 * 74 * math.sqrt(depth) / 40
-                 * rng.uniform(0.5, 2.0))
-
-
 def window(rng, size: int, kernel: int, stride: int, dilation: int) -> str:
     fits = (kernel - 1) * dilation + 1 <= size
     return "VALID" if fits and rng.random() < 0.5 else "SAME"
+
+
+def conv_window(rng: np.random.Generator, h: int, w: int,
+                ) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int], str]:
+    """A random kernel, stride, dilation (each (h, w)) and padding for an h x w image."""
+    kh, kw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+    sh, sw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    dh, dw = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    padding = "VALID" if window(rng, h, kh, sh, dh) == window(rng, w, kw, sw, dw) == "VALID" \
+        else "SAME"
+    return (kh, kw), (sh, sw), (dh, dw), padding
 
 
 # -- int8 single operators, bit-exact ----------------------------------------------------------
@@ -120,18 +81,14 @@ def test_int8_conv2d(case):
     n, h, w = int(rng.integers(1, 3)), int(rng.integers(3, 13)), int(rng.integers(3, 13))
     c, o = int(rng.integers(1, 9)), int(rng.integers(1, 9))
     groups = 2 if c % 2 == 0 and o % 2 == 0 and rng.random() < 0.25 else 1
-    kh, kw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
-    sh, sw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
-    dh, dw = int(rng.integers(1, 3)), int(rng.integers(1, 3))
-    padding = "VALID" if window(rng, h, kh, sh, dh) == window(rng, w, kw, sw, dw) == "VALID" \
-        else "SAME"
+    (kh, kw), stride, dilation, padding = conv_window(rng, h, w)
     b = TfliteBuilder()
-    x, s_in = q_input(b, rng, (n, h, w, c))
-    wt, s_w = q_weight(b, rng, (o, kh, kw, c // groups), 0, per_channel=bool(case % 2))
-    bias = q_bias(b, rng, o) if rng.random() < 0.8 else None
-    y = b.conv2d(x, wt, bias, stride=(sh, sw), padding=padding, dilation=(dh, dw),
-                 activation=ACTIVATIONS[case % 4], zero_point=zero_point(rng),
-                 scale=matmul_out_scale(rng, s_in, s_w, kh * kw * c // groups))
+    x, s_in = tm.q_input(b, rng, (n, h, w, c))
+    wt, s_w = tm.q_weight(b, rng, (o, kh, kw, c // groups), 0, per_channel=bool(case % 2))
+    bias = tm.q_bias(b, rng, o) if rng.random() < 0.8 else None
+    y = b.conv2d(x, wt, bias, stride=stride, padding=padding, dilation=dilation,
+                 activation=ACTIVATIONS[case % 4], zero_point=tm.zero_point(rng),
+                 scale=tm.matmul_out_scale(rng, s_in, s_w, kh * kw * c // groups))
     b.outputs(y)
     check(b, rng)
 
@@ -141,19 +98,15 @@ def test_int8_depthwise_conv2d(case):
     rng = rng_for(2, case)
     n, h, w = int(rng.integers(1, 3)), int(rng.integers(3, 13)), int(rng.integers(3, 13))
     c, m = int(rng.integers(1, 7)), int(rng.integers(1, 4))
-    kh, kw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
-    sh, sw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
-    dh, dw = int(rng.integers(1, 3)), int(rng.integers(1, 3))
-    padding = "VALID" if window(rng, h, kh, sh, dh) == window(rng, w, kw, sw, dw) == "VALID" \
-        else "SAME"
+    (kh, kw), stride, dilation, padding = conv_window(rng, h, w)
     b = TfliteBuilder()
-    x, s_in = q_input(b, rng, (n, h, w, c))
-    wt, s_w = q_weight(b, rng, (1, kh, kw, c * m), 3, per_channel=bool(case % 2))
-    bias = q_bias(b, rng, c * m) if case % 5 else None
-    y = b.depthwise_conv2d(x, wt, bias, stride=(sh, sw), padding=padding,
-                           dilation=(dh, dw), activation=ACTIVATIONS[case % 4],
-                           zero_point=zero_point(rng),
-                           scale=matmul_out_scale(rng, s_in, s_w, kh * kw))
+    x, s_in = tm.q_input(b, rng, (n, h, w, c))
+    wt, s_w = tm.q_weight(b, rng, (1, kh, kw, c * m), 3, per_channel=bool(case % 2))
+    bias = tm.q_bias(b, rng, c * m) if case % 5 else None
+    y = b.depthwise_conv2d(x, wt, bias, stride=stride, padding=padding,
+                           dilation=dilation, activation=ACTIVATIONS[case % 4],
+                           zero_point=tm.zero_point(rng),
+                           scale=tm.matmul_out_scale(rng, s_in, s_w, kh * kw))
     b.outputs(y)
     check(b, rng)
 
@@ -166,13 +119,13 @@ def test_int8_fully_connected(case):
     depth = shape[-1] if keep or case % 2 else shape[-1] * shape[-2]
     units = int(rng.integers(1, 10))
     b = TfliteBuilder()
-    x, s_in = q_input(b, rng, shape)
+    x, s_in = tm.q_input(b, rng, shape)
     w_zp = int(rng.integers(-10, 10)) if case % 4 == 1 else 0
-    wt, s_w = q_weight(b, rng, (units, depth), 0, per_channel=False, zp=w_zp)
-    bias = q_bias(b, rng, units) if rng.random() < 0.7 else None
+    wt, s_w = tm.q_weight(b, rng, (units, depth), 0, per_channel=False, zp=w_zp)
+    bias = tm.q_bias(b, rng, units) if rng.random() < 0.7 else None
     y = b.fully_connected(x, wt, bias, keep_num_dims=keep, activation=ACTIVATIONS[case % 4],
-                          scale=matmul_out_scale(rng, s_in, s_w, depth),
-                          zero_point=zero_point(rng))
+                          scale=tm.matmul_out_scale(rng, s_in, s_w, depth),
+                          zero_point=tm.zero_point(rng))
     b.outputs(y)
     check(b, rng)
 
@@ -188,7 +141,7 @@ def test_int8_pools(op, case):
     padding = "VALID" if window(rng, h, kh, sh, 1) == window(rng, w, kw, sw, 1) == "VALID" \
         else "SAME"
     b = TfliteBuilder()
-    x, _ = q_input(b, rng, (n, h, w, c))
+    x, _ = tm.q_input(b, rng, (n, h, w, c))
     y = getattr(b, op)(x, (kh, kw), stride=(sh, sw), padding=padding,
                        activation=ACTIVATIONS[case % 4])
     b.outputs(y)
@@ -214,14 +167,14 @@ def test_int8_add_and_mul(op, case):
     if case % 2:
         sa, sb = sb, sa
     b = TfliteBuilder()
-    x, s1 = q_input(b, rng, sa, "a")
-    y, s2 = q_input(b, rng, sb, "b")
+    x, s1 = tm.q_input(b, rng, sa, "a")
+    y, s2 = tm.q_input(b, rng, sb, "b")
     if op == "add":
         s_out = (s1 + s2) * 74 / 60 * rng.uniform(0.5, 2)
     else:
         s_out = s1 * s2 * 74 * 74 / 60 * rng.uniform(0.5, 2)
     z = getattr(b, op)(x, y, activation=ACTIVATIONS[case % 4], scale=float(s_out),
-                       zero_point=zero_point(rng))
+                       zero_point=tm.zero_point(rng))
     b.outputs(z)
     check(b, rng)
 
@@ -233,7 +186,7 @@ def test_int8_softmax(case):
     shape = (*rows, int(rng.integers(1, 13)))
     b = TfliteBuilder()
     x = b.input(shape, "int8", name="x", scale=float(rng.uniform(0.005, 0.1)),
-                zero_point=zero_point(rng))
+                zero_point=tm.zero_point(rng))
     beta = 1.0 if case % 3 == 0 else float(rng.uniform(0.3, 2.0))
     b.outputs(b.softmax(x, beta=beta))
     check(b, rng)
@@ -244,7 +197,7 @@ def test_int8_reshape(case):
     rng = rng_for(7, case)
     dims = [int(d) for d in rng.integers(1, 5, int(rng.integers(2, 5)))]
     b = TfliteBuilder()
-    x, _ = q_input(b, rng, dims)
+    x, _ = tm.q_input(b, rng, dims)
     new = list(rng.permutation(dims))
     if case % 2:
         new[int(rng.integers(len(new)))] = -1
@@ -259,13 +212,13 @@ def test_an_omitted_bias_may_be_listed_as_minus_one(op):
     rng = rng_for(3, 99, len(op))
     b = TfliteBuilder()
     if op == "CONV_2D":
-        x, _ = q_input(b, rng, (1, 4, 4, 2))
-        w, _ = q_weight(b, rng, (3, 1, 1, 2), 0, per_channel=True)
+        x, _ = tm.q_input(b, rng, (1, 4, 4, 2))
+        w, _ = tm.q_weight(b, rng, (3, 1, 1, 2), 0, per_channel=True)
         y = b.tensor((1, 4, 4, 3), "int8", scale=0.2, zero_point=1)
         b.operator(op, [x, w, -1], [y], "Conv2DOptions", Padding=0, StrideH=1, StrideW=1)
     else:
-        x, _ = q_input(b, rng, (2, 4))
-        w, _ = q_weight(b, rng, (3, 4), 0, per_channel=False)
+        x, _ = tm.q_input(b, rng, (2, 4))
+        w, _ = tm.q_weight(b, rng, (3, 4), 0, per_channel=False)
         y = b.tensor((2, 3), "int8", scale=0.2, zero_point=1)
         b.operator(op, [x, w, -1], [y], "FullyConnectedOptions")
     b.outputs(y)
@@ -275,15 +228,15 @@ def test_an_omitted_bias_may_be_listed_as_minus_one(op):
 def test_reshape_without_a_constant_shape_takes_the_declared_output_shape():
     rng = rng_for(7, 99)
     b = TfliteBuilder()
-    x, _ = q_input(b, rng, (2, 3, 4))
+    x, _ = tm.q_input(b, rng, (2, 3, 4))
     shape = b.input((2,), "int32", name="shape")
     y, z = b.tensor((6, 4), "int8", scale=0.1), b.tensor((4, 6), "int8", scale=0.1)
     b.operator("RESHAPE", [x], [y])
     b.operator("RESHAPE", [y, shape], [z])
     b.outputs(y, z)
     buf = b.to_bytes()
-    data = [random_inputs(b, rng)[0], np.array([4, 6], "int32")]
-    want = run_tflm(buf, data, 2)
+    data = [tm.random_inputs(b, rng)[0], np.array([4, 6], "int32")]
+    want = tm.run_tflm(buf, data, 2)
     got = compile_tflite(buf)(*data)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
@@ -294,7 +247,7 @@ def test_int8_pad_uses_the_zero_point(case):
     rng = rng_for(8, case)
     dims = tuple(int(d) for d in rng.integers(1, 5, int(rng.integers(1, 5))))
     b = TfliteBuilder()
-    x, _ = q_input(b, rng, dims)
+    x, _ = tm.q_input(b, rng, dims)
     b.outputs(b.pad(x, rng.integers(0, 3, (len(dims), 2))))
     check(b, rng)
 
@@ -305,9 +258,9 @@ def test_quantize_requantize_and_dequantize(case):
     shape = tuple(int(d) for d in rng.integers(1, 6, int(rng.integers(1, 4))))
     b = TfliteBuilder()
     f = b.input(shape, "float32", name="f")
-    q = b.quantize(f, scale=float(rng.uniform(0.005, 0.1)), zero_point=zero_point(rng))
-    x, _ = q_input(b, rng, shape, "q")
-    r = b.quantize(x, scale=float(rng.uniform(0.005, 0.1)), zero_point=zero_point(rng))
+    q = b.quantize(f, scale=float(rng.uniform(0.005, 0.1)), zero_point=tm.zero_point(rng))
+    x, _ = tm.q_input(b, rng, shape, "q")
+    r = b.quantize(x, scale=float(rng.uniform(0.005, 0.1)), zero_point=tm.zero_point(rng))
     b.outputs(q, r, b.dequantize(x))
     check(b, rng)
 
@@ -358,60 +311,35 @@ def test_a_quantized_cnn_from_float_input_to_float_output(tmp_path):
     """quantize -> conv -> depthwise -> avg pool -> reshape -> FC -> softmax -> dequantize,
     read from a file path."""
     rng = rng_for(11)
-    b = TfliteBuilder()
-    f = b.input((1, 10, 10, 3), "float32", name="image")
-    x = b.quantize(f, scale=0.02, zero_point=-5)
-    w1, s1 = q_weight(b, rng, (8, 3, 3, 3), 0, per_channel=True)
-    y = b.conv2d(x, w1, q_bias(b, rng, 8), stride=2, activation="RELU6",
-                 scale=matmul_out_scale(rng, 0.02, s1, 27), zero_point=-128)
-    w2, s2 = q_weight(b, rng, (1, 3, 3, 16), 3, per_channel=True)
-    y = b.depthwise_conv2d(y, w2, q_bias(b, rng, 16), activation="RELU",
-                           scale=matmul_out_scale(rng, 0.05, s2, 9), zero_point=-128)
-    y = b.average_pool2d(y, 2, padding="SAME")
-    y = b.reshape(y, (1, -1))
-    w3, s3 = q_weight(b, rng, (10, 144), 0, per_channel=False)
-    y = b.fully_connected(y, w3, q_bias(b, rng, 10), scale=matmul_out_scale(rng, 0.1, s3, 144),
-                          zero_point=3)
-    b.outputs(b.dequantize(b.softmax(y)))
+    b = tm.int8_cnn(rng)
     path = tmp_path / "cnn.tflite"
     path.write_bytes(b.to_bytes())
     mod, params = from_tflite(path)
     with PassContext(opt_level=3):
         executor = passhost.build(mod, "cpu", params).executor()
     for _ in range(5):
-        image = random_inputs(b, rng)
-        want = run_tflm(path.read_bytes(), image, 1)
+        image = tm.random_inputs(b, rng)
+        want = tm.run_tflm(path.read_bytes(), image, 1)
         np.testing.assert_array_equal(executor(*image)[0], want[0])
 
 
 def test_residual_network_with_constants_and_two_outputs():
     """conv -> add(x) -> pad -> max pool -> mul(constant); add of a broadcast constant."""
     rng = rng_for(12)
-    b = TfliteBuilder()
-    x, s_in = q_input(b, rng, (1, 6, 6, 4))
-    w, _ = q_weight(b, rng, (4, 3, 3, 4), 0, per_channel=True)
-    y = b.conv2d(x, w, q_bias(b, rng, 4), scale=s_in * 1.5, zero_point=2)
-    r = b.add(y, x, activation="RELU", scale=s_in * 2, zero_point=-10)
-    p = b.max_pool2d(b.pad(r, [[0, 0], [1, 1], [1, 1], [0, 0]]), 2)
-    k = b.constant(rng.integers(-128, 128, (1, 4, 4, 4)).astype("int8"), name="k",
-                   scale=0.03, zero_point=4)
-    m = b.mul(p, k, scale=s_in * 0.5, zero_point=0, activation="RELU_N1_TO_1")
-    c = b.constant(rng.integers(-128, 128, (4,)).astype("int8"), name="c", scale=0.05,
-                   zero_point=-1)
-    b.outputs(m, b.add(r, c, scale=s_in * 3, zero_point=1))
+    b = tm.int8_residual(rng)
     check(b, rng)
 
 
 def test_the_graph_has_the_shapes_a_quantized_target_matches():
     rng = rng_for(13)
     b = TfliteBuilder()
-    x, s_in = q_input(b, rng, (1, 5, 5, 2))
-    w, s_w = q_weight(b, rng, (3, 3, 3, 2), 0, per_channel=True)
-    y = b.conv2d(x, w, q_bias(b, rng, 3), activation="RELU", scale=0.07, zero_point=-128)
+    x, s_in = tm.q_input(b, rng, (1, 5, 5, 2))
+    w, s_w = tm.q_weight(b, rng, (3, 3, 3, 2), 0, per_channel=True)
+    y = b.conv2d(x, w, tm.q_bias(b, rng, 3), activation="RELU", scale=0.07, zero_point=-128)
     y = b.average_pool2d(y, 2, activation="RELU6")
     y = b.reshape(y, (1, 12))
-    fw, f_s = q_weight(b, rng, (4, 12), 0, per_channel=False)
-    b.outputs(b.fully_connected(y, fw, q_bias(b, rng, 4), activation="RELU", scale=0.11,
+    fw, f_s = tm.q_weight(b, rng, (4, 12), 0, per_channel=False)
+    b.outputs(b.fully_connected(y, fw, tm.q_bias(b, rng, 4), activation="RELU", scale=0.11,
                                 zero_point=5))
     mod, params = from_tflite(b.to_bytes())
     ops = [n.op.name for n in post_order(mod["main"].body) if hasattr(n, "op")]
@@ -477,7 +405,7 @@ def test_requantize_uses_tflite_precision_of_the_scale_product(op):
         b.outputs(getattr(b, op)(x, w, bias, scale=s_out, zero_point=0))
     buf = b.to_bytes()
     ones = [np.ones(b.shape(b.graph_inputs[0]), "int8")]
-    want = run_tflm(buf, ones, 1)[0]
+    want = tm.run_tflm(buf, ones, 1)[0]
     np.testing.assert_array_equal(compile_tflite(buf)(*ones)[0], want)
 
 
@@ -494,8 +422,8 @@ def test_shape_overrides_the_batch_and_names_are_kept():
         return b
 
     executor = compile_tflite(model(1).to_bytes(), shape={"serving_default_x:0": (3, 5, 5, 2)})
-    x = random_inputs(model(3), rng)
-    want = run_tflm(model(3).to_bytes(), x, 1)
+    x = tm.random_inputs(model(3), rng)
+    want = tm.run_tflm(model(3).to_bytes(), x, 1)
     np.testing.assert_array_equal(executor(**{"serving_default_x:0": x[0]})[0], want[0])
     _, params = from_tflite(model(1).to_bytes())
     assert list(params) == ["model/conv;bias"]
@@ -662,20 +590,20 @@ def test_passhost_compile_and_run_a_tflite_file(tmp_path, capsys):
 
     rng = rng_for(18)
     b = TfliteBuilder()
-    x, s_in = q_input(b, rng, (1, 6, 6, 3), "serving_default_x:0")
-    w, s_w = q_weight(b, rng, (4, 3, 3, 3), 0, per_channel=True)
-    y = b.conv2d(x, w, q_bias(b, rng, 4), activation="RELU",
-                 scale=matmul_out_scale(rng, s_in, s_w, 27), zero_point=-128)
+    x, s_in = tm.q_input(b, rng, (1, 6, 6, 3), "serving_default_x:0")
+    w, s_w = tm.q_weight(b, rng, (4, 3, 3, 3), 0, per_channel=True)
+    y = b.conv2d(x, w, tm.q_bias(b, rng, 4), activation="RELU",
+                 scale=tm.matmul_out_scale(rng, s_in, s_w, 27), zero_point=-128)
     b.outputs(b.dequantize(b.softmax(b.reshape(y, (1, -1)))))
     buf = b.to_bytes()
     (tmp_path / "m.tflite").write_bytes(buf)
-    x = random_inputs(b, rng)
+    x = tm.random_inputs(b, rng)
     np.save(tmp_path / "x.npy", x[0])
     assert main(["compile", str(tmp_path / "m.tflite"), "--target", "cpu",
                  "-o", str(tmp_path / "m.tar")]) == 0
     assert main(["run", str(tmp_path / "m.tar"),
                  "--input", f"serving_default_x:0={tmp_path / 'x.npy'}",
                  "-o", str(tmp_path / "out.npz")]) == 0
-    want = run_tflm(buf, x, 1)[0]
+    want = tm.run_tflm(buf, x, 1)[0]
     np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["output0"], want)
     capsys.readouterr()

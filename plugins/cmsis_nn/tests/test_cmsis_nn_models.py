@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import subprocess
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -23,14 +24,24 @@ import pytest
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="TFLite Micro is the oracle")
 
-from tflite_micro import runtime as tflm
-
 import passhost
 from passhost.frontend import from_tflite
 from passhost.ir.module import IRModule
 from passhost.runtime import CompiledModule, FunctionModule
 from passhost.target import Target
 from passhost.testing.tflite_builder import TfliteBuilder
+from passhost.testing.tflite_models import (
+    int8_cnn,
+    int8_residual,
+    matmul_out_scale,
+    q_bias,
+    q_input,
+    q_weight,
+    random_inputs,
+    run_tflm,
+    seeded_rng,
+    zero_point,
+)
 from passhost.transform import PassContext
 from passhost_cmsis_nn.calls import read_prim_func
 from passhost_cmsis_nn.cbuild import (
@@ -59,66 +70,14 @@ TARGETS = ("cmsis-nn", "cmsis-nn -mcpu=cortex-m4", "cmsis-nn -mcpu=cortex-m55",
 #: Flags of the generated C: strict C99 with every warning an error.
 C_FLAGS = (*STRICT_FLAGS, "-Wpedantic", "-Wl,--no-as-needed")
 RUNS = 2  # input sets per model
-
-
-def rng_for(*key: int) -> np.random.Generator:
-    return np.random.default_rng([SEED, *key])
+rng_for = partial(seeded_rng, SEED)
 
 
 # -- building models ---------------------------------------------------------------------------
-def zero_point(rng: np.random.Generator) -> int:
-    return int(rng.choice([-128, 127])) if rng.random() < 0.15 else int(rng.integers(-40, 40))
-
-
-def q_input(b: TfliteBuilder, rng: np.random.Generator, shape: Sequence[int],
-            name: str = "x") -> tuple[int, float]:
-    scale = float(np.float32(rng.uniform(0.005, 0.1)))
-    return b.input(shape, "int8", name=name, scale=scale, zero_point=zero_point(rng)), scale
-
-
-def q_weight(b: TfliteBuilder, rng: np.random.Generator, shape: Sequence[int], axis: int,
-             per_channel: bool, zp: int = 0) -> tuple[int, np.ndarray]:
-    channels = shape[axis] if per_channel else 1
-    scales = rng.uniform(0.002, 0.02, channels).astype("float32")
-    data = rng.integers(-127, 128, shape).astype("int8")
-    return b.constant(data, name="w", scale=scales, zero_point=zp,
-                      quantized_dimension=axis if per_channel else 0), scales
-
-
-def q_bias(b: TfliteBuilder, rng: np.random.Generator, channels: int) -> int:
-    return b.constant(rng.integers(-3000, 3000, channels).astype("int32"), name="bias")
-
-
-def matmul_out_scale(rng: np.random.Generator, s_in: float, s_w: np.ndarray,
-                     depth: int) -> float:
-    """An output scale that puts most accumulators inside int8 (some saturate)."""
-    return float(s_in * float(s_w.mean()) * 74 * 74 * math.sqrt(depth) / 40
-                 * rng.uniform(0.5, 2.0))
-
-
 def padding_for(rng: np.random.Generator, sizes: Sequence[int], kernel: Sequence[int],
                 dilation: Sequence[int]) -> str:
     fits = all((k - 1) * d + 1 <= s for s, k, d in zip(sizes, kernel, dilation))
     return "VALID" if fits and rng.random() < 0.5 else "SAME"
-
-
-def random_inputs(b: TfliteBuilder, rng: np.random.Generator) -> list[np.ndarray]:
-    arrays = []
-    for t in b.graph_inputs:
-        shape, dtype = b.shape(t), b.dtype(t)
-        if dtype == "int8":
-            arrays.append(rng.integers(-128, 128, shape).astype("int8"))
-        else:
-            arrays.append((rng.standard_normal(shape) * 2).astype(dtype))
-    return arrays
-
-
-def run_tflm(buf: bytes, inputs: Sequence[np.ndarray], n_out: int) -> list[np.ndarray]:
-    interp = tflm.Interpreter.from_bytes(buf, arena_size=4 << 20)
-    for i, x in enumerate(inputs):
-        interp.set_input(x, i)
-    interp.invoke()
-    return [interp.get_output(i) for i in range(n_out)]
 
 
 # -- compiling and running ---------------------------------------------------------------------
@@ -407,49 +366,12 @@ def test_adding_a_computed_input_broadcast_stays_on_the_host(c_builds: CBuilds) 
 
 
 # -- networks ----------------------------------------------------------------------------------
-def cnn(rng: np.random.Generator) -> TfliteBuilder:
-    """quantize -> conv -> depthwise -> avg pool -> reshape -> FC -> softmax -> dequantize."""
-    b = TfliteBuilder()
-    f = b.input((1, 10, 10, 3), "float32", name="image")
-    x = b.quantize(f, scale=0.02, zero_point=-5)
-    w1, s1 = q_weight(b, rng, (8, 3, 3, 3), 0, per_channel=True)
-    y = b.conv2d(x, w1, q_bias(b, rng, 8), stride=2, activation="RELU6",
-                 scale=matmul_out_scale(rng, 0.02, s1, 27), zero_point=-128)
-    w2, s2 = q_weight(b, rng, (1, 3, 3, 16), 3, per_channel=True)
-    y = b.depthwise_conv2d(y, w2, q_bias(b, rng, 16), activation="RELU",
-                           scale=matmul_out_scale(rng, 0.05, s2, 9), zero_point=-128)
-    y = b.average_pool2d(y, 2, padding="SAME")
-    y = b.reshape(y, (1, -1))
-    w3, s3 = q_weight(b, rng, (10, 144), 0, per_channel=False)
-    y = b.fully_connected(y, w3, q_bias(b, rng, 10),
-                          scale=matmul_out_scale(rng, 0.1, s3, 144), zero_point=3)
-    b.outputs(b.dequantize(b.softmax(y)))
-    return b
-
-
-def residual(rng: np.random.Generator) -> TfliteBuilder:
-    """conv -> add(x) -> pad -> max pool -> mul(constant); add of a broadcast constant."""
-    b = TfliteBuilder()
-    x, s_in = q_input(b, rng, (1, 6, 6, 4))
-    w, _ = q_weight(b, rng, (4, 3, 3, 4), 0, per_channel=True)
-    y = b.conv2d(x, w, q_bias(b, rng, 4), scale=s_in * 1.5, zero_point=2)
-    r = b.add(y, x, activation="RELU", scale=s_in * 2, zero_point=-10)
-    p = b.max_pool2d(b.pad(r, [[0, 0], [1, 1], [1, 1], [0, 0]]), 2)
-    k = b.constant(rng.integers(-128, 128, (1, 4, 4, 4)).astype("int8"), name="k",
-                   scale=0.03, zero_point=4)
-    m = b.mul(p, k, scale=s_in * 0.5, zero_point=0, activation="RELU_N1_TO_1")
-    c = b.constant(rng.integers(-128, 128, (4,)).astype("int8"), name="c", scale=0.05,
-                   zero_point=-1)
-    b.outputs(m, b.add(r, c, scale=s_in * 3, zero_point=1))
-    return b
-
-
 NETWORKS: dict[str, tuple[Callable[[np.random.Generator], TfliteBuilder], list[str]]] = {
-    "cnn": (cnn, ["arm_convolve_wrapper_s8", "arm_depthwise_conv_wrapper_s8",
-                  "arm_avgpool_s8", "arm_fully_connected_s8", "arm_softmax_s8"]),
-    "residual": (residual, ["arm_convolve_wrapper_s8", "arm_elementwise_add_s8",
-                            "arm_max_pool_s8", "arm_elementwise_mul_s8",
-                            "arm_elementwise_add_s8"]),
+    "cnn": (int8_cnn, ["arm_convolve_wrapper_s8", "arm_depthwise_conv_wrapper_s8",
+                       "arm_avgpool_s8", "arm_fully_connected_s8", "arm_softmax_s8"]),
+    "residual": (int8_residual, ["arm_convolve_wrapper_s8", "arm_elementwise_add_s8",
+                                 "arm_max_pool_s8", "arm_elementwise_mul_s8",
+                                 "arm_elementwise_add_s8"]),
 }
 
 

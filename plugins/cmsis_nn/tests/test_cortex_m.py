@@ -24,7 +24,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_csrc_kernels import c_array, c_dims, out_scale, rand_int, tflite_window, tflm_run
+from test_csrc_kernels import (
+    c_array,
+    c_dims,
+    conv_data,
+    out_scale,
+    rand_int,
+    tflite_window,
+    tflm_conv,
+    tflm_run,
+    weights,
+)
 
 import passhost
 from passhost.frontend import from_tflite
@@ -60,13 +70,6 @@ class CCase:
 def quant(rng: np.random.Generator) -> tuple[np.float32, int]:
     """A random (scale, zero point) for an int8 tensor."""
     return np.float32(rng.uniform(0.01, 0.05)), int(rng.integers(-100, 100))
-
-
-def weights(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-    """Random int8 weights; TFLite's int8 weights are symmetric (no -128)."""
-    w = rand_int(rng, shape)
-    w[w == -128] = -127
-    return w
 
 
 def out_quant(rng: np.random.Generator, s_in: float, s_w: np.ndarray, depth: int,
@@ -137,21 +140,11 @@ def conv_case(rng: np.random.Generator, name: str, kind: str, depthwise_mult: in
     depth = kh * kw * (1 if depthwise_mult else shape[3])
     s_out, out_zp = out_quant(rng, float(s_in), s_w, depth)
     act_name = activation(rng)
-    x = rand_int(rng, shape)
-    w = weights(rng, (1, kh, kw, o) if depthwise_mult else (o, kh, kw, shape[3]))
-    bias = rng.integers(-5000, 5000, o).astype(np.int32)
-    b = TfliteBuilder()
-    xi = b.input(shape, "int8", scale=float(s_in), zero_point=in_zp)
-    wi = b.constant(w, scale=s_w, quantized_dimension=3 if depthwise_mult else 0)
-    bi = b.constant(bias, scale=s_in * s_w)
-    layer = b.depthwise_conv2d if depthwise_mult else b.conv2d
-    b.outputs(layer(xi, wi, bi, stride=stride, padding=padding, dilation=dil,
-                    activation=act_name, scale=float(s_out), zero_point=out_zp))
-    expected = tflm_run(b.to_bytes(), x)
-    pt, oh = tflite_window(shape[1], kh, stride[0], dil[0], padding)
-    pl, ow = tflite_window(shape[2], kw, stride[1], dil[1], padding)
-    out_shape = (shape[0], oh, ow, o)
-    assert expected.shape == out_shape
+    x, w, bias = conv_data(rng, shape, o, (kh, kw), depthwise=bool(depthwise_mult))
+    expected, (pt, pl) = tflm_conv(x, w, bias, s_in=s_in, in_zp=in_zp, s_w=s_w, s_out=s_out,
+                                   out_zp=out_zp, stride=stride, dil=dil, padding=padding,
+                                   activation=act_name, depthwise=bool(depthwise_mult))
+    out_shape = expected.shape
     mult, shift = fp.quantize_multipliers(fp.conv_effective_scales(s_in, s_w, s_out))
     act = fp.activation_range(act_name, float(s_out), out_zp)
     geometry = f"{tile_c(stride)}, {tile_c((pt, pl))}, {tile_c(dil)}, {act_c(act)}"

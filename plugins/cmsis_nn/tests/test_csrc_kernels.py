@@ -121,6 +121,23 @@ def rand_int(rng: np.random.Generator, shape: Sequence[int], dtype: str = "int8"
     return rng.integers(info.min, info.max + 1, size=tuple(shape)).astype(dtype)
 
 
+def weights(rng: np.random.Generator, shape: Sequence[int]) -> np.ndarray:
+    """Random int8 weights; TFLite's int8 weights are symmetric (no -128)."""
+    w = rand_int(rng, shape)
+    w[w == -128] = -127
+    return w
+
+
+def conv_data(rng: np.random.Generator, shape: Sequence[int], o: int, kernel: Sequence[int],
+              depthwise: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Random int8 NHWC input of ``shape``, int8 weights (OHWI, or (1, KH, KW, O) when
+    ``depthwise``) and int32 bias for a convolution with ``o`` output channels."""
+    kh, kw = kernel
+    x = rand_int(rng, shape)
+    w = weights(rng, (1, kh, kw, o) if depthwise else (o, kh, kw, shape[3]))
+    return x, w, rng.integers(-5000, 5000, o).astype(np.int32)
+
+
 def rand_act(rng: np.random.Generator, scale: float, zp: int) -> tuple[int, int]:
     choice = rng.integers(4)
     if choice == 0:
@@ -281,21 +298,22 @@ CONV_KINDS = ("general", "1x1_fast", "1x1", "1xN")
 DW_KINDS = ("general", "3x3", "opt")
 
 
-@pytest.mark.parametrize("kind", CONV_KINDS)
-def test_conv_random_cases(kernels: CKernels, kind: str) -> None:
-    rng = np.random.default_rng(100 + CONV_KINDS.index(kind))
-    for _ in range(8):
-        case = random_conv(rng, kind)
-        status, out = case.run(kernels)
-        assert status == SUCCESS
-        np.testing.assert_array_equal(out, case.reference())
+#: op -> (case generator, its kinds, the first kind's seed)
+RANDOM_CASES: dict[str, tuple[Callable[[np.random.Generator, str], ConvCase], tuple[str, ...],
+                              int]] = {
+    "conv": (random_conv, CONV_KINDS, 100),
+    "depthwise": (random_depthwise, DW_KINDS, 200),
+}
 
 
-@pytest.mark.parametrize("kind", DW_KINDS)
-def test_depthwise_random_cases(kernels: CKernels, kind: str) -> None:
-    rng = np.random.default_rng(200 + DW_KINDS.index(kind))
+@pytest.mark.parametrize(("op", "kind"), [(op, kind) for op, (_, kinds, _) in RANDOM_CASES.items()
+                                          for kind in kinds])
+def test_random_cases(kernels: CKernels, op: str, kind: str) -> None:
+    """Eight random cases of each convolution and depthwise kernel equal the reference."""
+    make, kinds, seed = RANDOM_CASES[op]
+    rng = np.random.default_rng(seed + kinds.index(kind))
     for _ in range(8):
-        case = random_depthwise(rng, kind)
+        case = make(rng, kind)
         status, out = case.run(kernels)
         assert status == SUCCESS
         np.testing.assert_array_equal(out, case.reference())
@@ -494,6 +512,28 @@ def tflite_window(size: int, k: int, s: int, d: int, padding: str) -> tuple[int,
     return max((out - 1) * s + dk - size, 0) // 2, out
 
 
+def tflm_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray, *, s_in: np.float32, in_zp: int,
+              s_w: np.ndarray, s_out: np.float32, out_zp: int, stride: tuple[int, int],
+              dil: tuple[int, int], padding: str, activation: str,
+              depthwise: bool) -> tuple[np.ndarray, tuple[int, int]]:
+    """TFLite Micro's output for NHWC int8 ``x`` of one CONV_2D (OHWI ``w``) or
+    DEPTHWISE_CONV_2D ((1, KH, KW, C_out) ``w``) with per-channel weight scales ``s_w``, and
+    the (top, left) padding TFLite uses; the output's shape is checked against TFLite's."""
+    b = TfliteBuilder()
+    xi = b.input(x.shape, "int8", scale=float(s_in), zero_point=in_zp)
+    wi = b.constant(w, scale=s_w, quantized_dimension=3 if depthwise else 0)
+    bi = b.constant(bias, scale=s_in * s_w)
+    layer = b.depthwise_conv2d if depthwise else b.conv2d
+    b.outputs(layer(xi, wi, bi, stride=stride, padding=padding, dilation=dil,
+                    activation=activation, scale=float(s_out), zero_point=out_zp))
+    expected = tflm_run(b.to_bytes(), x)
+    _, kh, kw, _ = w.shape
+    pt, oh = tflite_window(x.shape[1], kh, stride[0], dil[0], padding)
+    pl, ow = tflite_window(x.shape[2], kw, stride[1], dil[1], padding)
+    assert expected.shape == (x.shape[0], oh, ow, w.shape[3 if depthwise else 0])
+    return expected, (pt, pl)
+
+
 TFLM_CONV = [  # (input NHWC, O, kernel, stride, dilation, padding, activation, depth mult)
     ((1, 9, 7, 3), 5, (3, 3), (1, 1), (1, 1), "SAME", "NONE", 0),
     ((1, 8, 8, 8), 4, (1, 1), (1, 1), (1, 1), "VALID", "RELU", 0),
@@ -514,23 +554,13 @@ def test_conv_and_depthwise_against_tflm(kernels: CKernels, case: tuple[Any, ...
     depth = kh * kw * (1 if mult else shape[3])
     s_out = out_scale(rng, float(s_in), s_w, depth)
     in_zp, out_zp = -7, 11
-    x = rand_int(rng, shape)
-    w = rand_int(rng, (1, kh, kw, o) if mult else (o, kh, kw, shape[3]))
-    w[w == -128] = -127  # TFLite's int8 weights are symmetric
-    bias = rng.integers(-5000, 5000, o).astype(np.int32)
-    b = TfliteBuilder()
-    xi = b.input(shape, "int8", scale=float(s_in), zero_point=in_zp)
-    wi = b.constant(w, scale=s_w, quantized_dimension=3 if mult else 0)
-    bi = b.constant(bias, scale=s_in * s_w)
-    layer = b.depthwise_conv2d if mult else b.conv2d
-    b.outputs(layer(xi, wi, bi, stride=stride, padding=padding, dilation=dil,
-                    activation=activation, scale=float(s_out), zero_point=out_zp))
-    expected = tflm_run(b.to_bytes(), x)
-    pt, oh = tflite_window(shape[1], kh, stride[0], dil[0], padding)
-    pl, ow = tflite_window(shape[2], kw, stride[1], dil[1], padding)
+    x, w, bias = conv_data(rng, shape, o, (kh, kw), depthwise=bool(mult))
+    expected, (pt, pl) = tflm_conv(x, w, bias, s_in=s_in, in_zp=in_zp, s_w=s_w, s_out=s_out,
+                                   out_zp=out_zp, stride=stride, dil=dil, padding=padding,
+                                   activation=activation, depthwise=bool(mult))
     conv = ConvCase(x, w, bias, s_in, s_w, s_out, in_zp, out_zp, stride, (pt, pl, 0, 0), dil,
                     fp.activation_range(activation, float(s_out), out_zp),
-                    (1, oh, ow, o), ch_mult=mult)
+                    expected.shape, ch_mult=mult)
     status, out = conv.run(kernels)
     assert status == SUCCESS
     np.testing.assert_array_equal(out, expected)
