@@ -41,11 +41,13 @@ def _buffer(value: np.ndarray, name: str) -> Buffer:
 
 
 def run_op(name: str, attrs: dict[str, Any] | None, inputs: Sequence[Any],
-           alias: int | None = None) -> tuple[list[np.ndarray], list[np.ndarray], str]:
+           alias: int | None = None, num_threads: int = 0,
+           ) -> tuple[list[np.ndarray], list[np.ndarray], str]:
     """Run operator ``name`` on ``inputs`` (arrays, or tuples of arrays for tuple inputs)
-    with generated code and with its reference kernel: (generated outputs, reference
-    outputs, generated source). ``alias=i`` makes the one output the buffer of input ``i``
-    (in-place work, as the lowering plans it for elementwise and broadcast operators)."""
+    with generated code (for ``cpu -num-threads=num_threads``) and with its reference
+    kernel: (generated outputs, reference outputs, generated source). ``alias=i`` makes the
+    one output the buffer of input ``i`` (in-place work, as the lowering plans it for
+    elementwise and broadcast operators)."""
     op = get_op(name)
     attrs_value = op.make_attrs(attrs or {})
     expected = op.evaluate(attrs_value, *inputs)
@@ -71,7 +73,7 @@ def run_op(name: str, attrs: dict[str, Any] | None, inputs: Sequence[Any],
         params = params + out_bufs
         arrays = arrays + outputs
     body = kernel_call(name, attrs_value, out_bufs, in_bufs)
-    module = compile_funcs({"f": prim_func(params, body)})
+    module = compile_funcs({"f": prim_func(params, body)}, num_threads)
     module.get_function("f")(*arrays)
     return outputs, expected, module.get_source()
 
@@ -88,3 +90,8 @@ def assert_same(got: Sequence[np.ndarray], expected: Sequence[np.ndarray],
 def uses_fast_kernel(source: str) -> bool:
     """Whether generated source calls no reference kernel."""
     return ".evaluate(" not in source
+
+
+def uses_native_kernel(source: str) -> bool:
+    """Whether generated source calls a native kernel."""
+    return "passhost_cpu_target.native_kernels." in source

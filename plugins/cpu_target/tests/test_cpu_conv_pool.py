@@ -1,5 +1,5 @@
-"""Fast convolution and pooling kernels agree with the reference kernels over layouts,
-groups, strides, padding, dilation, ceil_mode and count_include_pad."""
+"""The NumPy convolution and pooling kernels (native kernels off) agree with the reference
+kernels over layouts, groups, strides, padding, dilation, ceil_mode and count_include_pad."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from passhost.relay.op.registry import get_op
+
+pytestmark = pytest.mark.usefixtures("numpy_kernels")
 
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -1,5 +1,6 @@
-"""Fast elementwise, matrix, softmax and data-movement kernels agree with each operator's
-NumPy reference kernel, including when the output is an input (in-place work)."""
+"""The NumPy elementwise, matrix, softmax and data-movement kernels (native kernels off)
+agree with each operator's reference kernel, including when the output is an input
+(in-place work)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from cpu_helpers import assert_same, run_op, uses_fast_kernel
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
+pytestmark = pytest.mark.usefixtures("numpy_kernels")
 
 SETTINGS = settings(max_examples=15, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

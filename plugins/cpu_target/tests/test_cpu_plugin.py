@@ -1,5 +1,5 @@
 """The cpu target plugin: found through its entry point, its target kind and options, and
-the BLAS thread limit of num-threads."""
+the BLAS thread limit of num-threads (only for modules that may call BLAS)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,14 @@ def _relu_module() -> IRModule:
     x, out = decl_buffer((3,), "float32", "x"), decl_buffer((3,), "float32", "out")
     func = PrimFunc([x.data, out.data], {x.data: x, out.data: out},
                     kernel_call("nn.relu", None, [out], [x]), attrs={"global_symbol": "f"})
+    return IRModule({"f": func})
+
+
+def _matmul_module() -> IRModule:
+    a, b = decl_buffer((2, 3), "float32", "a"), decl_buffer((3, 4), "float32", "b")
+    out = decl_buffer((2, 4), "float32", "out")
+    func = PrimFunc([a.data, b.data, out.data], {a.data: a, b.data: b, out.data: out},
+                    kernel_call("matmul", None, [out], [a, b]), attrs={"global_symbol": "f"})
     return IRModule({"f": func})
 
 
@@ -56,14 +64,18 @@ def test_num_threads_limits_blas_during_a_run():
     before = _blas_threads()
     assert before, "numpy links a BLAS library threadpoolctl can see"
     limit = 1 if before[0] != 1 else 2  # a limit that differs from the default
-    module = compile_funcs({"f": _relu_module()["f"]}, num_threads=limit)
+    module = compile_funcs({"f": _matmul_module()["f"]}, num_threads=limit)
     with run_scope(module):
         assert _blas_threads() == [limit] * len(before)
     assert _blas_threads() == before
 
 
 def test_num_threads_zero_adds_no_scope():
-    assert compile_funcs({"f": _relu_module()["f"]}).scope is None
+    assert compile_funcs({"f": _matmul_module()["f"]}).scope is None
+
+
+def test_a_module_that_never_calls_blas_adds_no_scope():
+    assert compile_funcs({"f": _relu_module()["f"]}, num_threads=1).scope is None
 
 
 def test_a_negative_thread_count_is_refused():

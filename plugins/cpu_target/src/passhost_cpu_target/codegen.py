@@ -5,6 +5,9 @@ Each PrimFunc becomes ``def <name>(<one argument per parameter>)`` taking C-cont
 arrays of its buffers' shapes and dtypes (and Python numbers for scalar parameters). The
 module allocates every intermediate and scratch array once, when it is created, and
 reuses them on every call: a module's functions are not reentrant.
+
+The target option ``num-threads`` sets the threads of the native kernels and, around each
+run of a module that may call BLAS, the BLAS thread limit (0: all cores, and no limit).
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ from typing import Any
 from passhost.ir.module import IRModule
 from passhost.runtime.module import FunctionModule
 from passhost.tir.function import PrimFunc
+from passhost_cpu_target import native
 from passhost_cpu_target.emitter import emit_function
 from passhost_cpu_target.errors import CodegenError
 from passhost_cpu_target.module_scope import ModuleScope
 from passhost_cpu_target.naming import Namer
+from passhost_cpu_target.planning import PlanConfig
 from passhost_cpu_target.threads import thread_scope
 
 __all__ = ["SOURCE_NAME", "generate_source", "tir_to_runtime"]
@@ -31,14 +36,23 @@ def _num_threads(target: Any) -> int:
     value = options.get("num-threads", 0)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise CodegenError(f"target {target}: option num-threads expects an int >= 0 "
-                           f"(0: the BLAS default), found {value!r}")
+                           f"(0: all cores), found {value!r}")
     return value
 
 
-def generate_source(mod: IRModule) -> tuple[str, dict[str, Any], dict[str, str]]:
-    """The Python source of ``mod``'s PrimFuncs, the namespace to run it in, and the Python
+def plan_config(num_threads: int) -> PlanConfig:
+    """The kernels code generated now may use: native ones unless ``PASSHOST_CPU_NATIVE=0``
+    or they cannot be built."""
+    return PlanConfig(num_threads, native.enabled() and native.library() is not None)
+
+
+def generate_source(mod: IRModule, config: PlanConfig | None = None,
+                    ) -> tuple[str, dict[str, Any], dict[str, str], bool]:
+    """The Python source of ``mod``'s PrimFuncs, the namespace to run it in, the Python
     function name of each name the functions are called by (module key and
-    ``global_symbol``)."""
+    ``global_symbol``), and whether the code may call BLAS. ``config`` defaults to
+    :func:`plan_config` with all cores."""
+    config = config or plan_config(0)
     scope = ModuleScope()
     py_names = Namer()
     functions: list[str] = []
@@ -47,7 +61,7 @@ def generate_source(mod: IRModule) -> tuple[str, dict[str, Any], dict[str, str]]
         if not isinstance(func, PrimFunc):
             continue
         py_name = py_names.fresh(key)
-        functions.append(emit_function(scope, key, py_name, func))
+        functions.append(emit_function(scope, key, py_name, func, config))
         entries[key] = py_name
         symbol = func.attrs.get("global_symbol")
         if isinstance(symbol, str):
@@ -56,15 +70,15 @@ def generate_source(mod: IRModule) -> tuple[str, dict[str, Any], dict[str, str]]
     if scope.lines:
         parts.append("\n".join(scope.lines))
     parts.extend(functions)
-    return "\n\n\n".join(parts) + "\n", scope.namespace, entries
+    return "\n\n\n".join(parts) + "\n", scope.namespace, entries, scope.uses_blas
 
 
 def tir_to_runtime(target: Any, mod: IRModule) -> FunctionModule:
     """Compile the PrimFuncs of ``mod`` for the cpu ``target`` into a runtime module whose
     functions take NumPy arrays (inputs, then outputs)."""
     num_threads = _num_threads(target)
-    source, namespace, entries = generate_source(mod)
+    source, namespace, entries, uses_blas = generate_source(mod, plan_config(num_threads))
     exec(compile(source, SOURCE_NAME, "exec"), namespace)
     functions = {name: namespace[py_name] for name, py_name in entries.items()}
     return FunctionModule("cpu", functions, source, {"module.py": source},
-                          thread_scope(num_threads))
+                          thread_scope(num_threads if uses_blas else 0))

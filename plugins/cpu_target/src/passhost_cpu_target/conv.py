@@ -18,7 +18,7 @@ import numpy as np
 
 from passhost_cpu_target.windows import axis_taps
 
-__all__ = ["conv2d_depthwise", "conv2d_gemm", "natural_kernel_layout"]
+__all__ = ["conv2d_depthwise", "conv2d_gemm", "natural_kernel_layout", "weights_in_layout"]
 
 
 def natural_kernel_layout(data_layout: str) -> str:
@@ -26,8 +26,8 @@ def natural_kernel_layout(data_layout: str) -> str:
     return "OIHW" if data_layout == "NCHW" else "HWIO"
 
 
-def _weights(weight: np.ndarray, wbuf: np.ndarray | None, kernel_layout: str,
-             wanted: str) -> np.ndarray:
+def weights_in_layout(weight: np.ndarray, wbuf: np.ndarray | None, kernel_layout: str,
+                      wanted: str) -> np.ndarray:
     """``weight`` in the ``wanted`` layout (copied into ``wbuf`` when it is not already)."""
     if wbuf is None:
         return weight
@@ -73,7 +73,7 @@ def conv2d_gemm(out: np.ndarray, data: np.ndarray, weight: np.ndarray,
     or None for a 1x1 stride-1 unpadded convolution; ``wbuf`` is None or a scratch for the
     weights in :func:`natural_kernel_layout`."""
     wanted = natural_kernel_layout(data_layout)
-    w = _weights(weight, wbuf, kernel_layout, wanted)
+    w = weights_in_layout(weight, wbuf, kernel_layout, wanted)
     kh, kw = (w.shape[2], w.shape[3]) if data_layout == "NCHW" else (w.shape[0], w.shape[1])
     taps_y, taps_x = _taps(data.shape, out.shape, (kh, kw), data_layout, strides, padding,
                            dilation)

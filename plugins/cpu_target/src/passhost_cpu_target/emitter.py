@@ -1,8 +1,9 @@
 """Translation of one PrimFunc into the source of one Python function over NumPy arrays.
 
-Kernel calls become calls of fast kernels (:mod:`.selection`) or of the operator's
-reference kernel; allocations and constants move to the module level (allocated once);
-the other statements and expressions become the Python they mean.
+Kernel calls become calls of native or NumPy kernels (:mod:`.planning`; a native kernel
+may also do the work of the elementwise calls after it) or of the operator's reference
+kernel; allocations and constants move to the module level (allocated once); the other
+statements and expressions become the Python they mean.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from passhost_cpu_target.errors import CodegenError, TIRAssertionError
 from passhost_cpu_target.literals import literal
 from passhost_cpu_target.module_scope import ModuleScope
 from passhost_cpu_target.naming import Namer
-from passhost_cpu_target.selection import Constant, KernelPlan, select_kernel
+from passhost_cpu_target.planning import PlanConfig, plan_call
+from passhost_cpu_target.selection import BLAS_KERNELS, Constant, KernelPlan
 
 __all__ = ["emit_function"]
 
@@ -53,10 +55,12 @@ class _Array:
 class _FunctionEmitter:
     """Emits the Python source of one PrimFunc into ``scope``'s module."""
 
-    def __init__(self, scope: ModuleScope, name: str, func: PrimFunc) -> None:
+    def __init__(self, scope: ModuleScope, name: str, func: PrimFunc,
+                 config: PlanConfig) -> None:
         self.scope = scope
         self.name = name
         self.func = func
+        self.config = config
         self.locals = Namer()
         self.lines: list[str] = []
         self.depth = 1
@@ -130,8 +134,20 @@ class _FunctionEmitter:
         handler(s)
 
     def _stmt_SeqStmt(self, s: ts.SeqStmt) -> None:
-        for item in s.seq:
-            self.stmt(item)
+        calls = [self.decode(item) for item in s.seq]
+        i = 0
+        while i < len(s.seq):
+            call = calls[i]
+            if call is None:
+                self.stmt(s.seq[i])
+                i += 1
+                continue
+            following = []
+            for later in calls[i + 1:]:
+                if later is None:
+                    break
+                following.append(later)
+            i += 1 + self.kernel_call(call, following)
 
     def _stmt_Allocate(self, s: ts.Allocate) -> None:
         name = self.scope.allocate(s.buffer_var.name_hint.removesuffix("_data"),
@@ -192,35 +208,45 @@ class _FunctionEmitter:
         self.line(f"{self.buffer(s.buffer)}[{self.indices(s.indices)}] = {self.expr(s.value)}")
 
     def _stmt_Evaluate(self, s: ts.Evaluate) -> None:
-        value = s.value
-        if isinstance(value, te.Call) and value.op == "call_kernel":
-            self.kernel_call(value)
-        elif isinstance(value, te.Call):
-            self.line(self.expr(value))
+        call = self.decode(s)
+        if call is not None:
+            self.kernel_call(call, [])
+        elif isinstance(s.value, te.Call):
+            self.line(self.expr(s.value))
 
     # -- kernel calls -----------------------------------------------------------------------
-    def kernel_call(self, call: te.Call) -> None:
-        """Emit the call of a fast kernel, or of the operator's reference kernel."""
+    def decode(self, s: ts.Stmt) -> KernelCall | None:
+        """The kernel call ``s`` evaluates, or None when it is another statement."""
+        if not (isinstance(s, ts.Evaluate) and isinstance(s.value, te.Call)
+                and s.value.op == "call_kernel"):
+            return None
         try:
-            kc = decode_kernel_call(call)
+            return decode_kernel_call(s.value)
         except PasshostError as err:
             raise self.fail(str(err)) from None
+
+    def kernel_call(self, kc: KernelCall, following: list[KernelCall]) -> int:
+        """Emit the call of a native or NumPy kernel, or of the operator's reference
+        kernel; returns how many of the ``following`` calls the kernel also does."""
         outputs = [self.buffer(b) for b in kc.outputs]
         inputs = [self.tuple_of(i) if isinstance(i, tuple) else self.buffer(i)
                   for i in kc.inputs]
-        plan = select_kernel(kc)
-        if plan is not None:
-            self.fast_call(plan, kc, outputs, inputs)
-        else:
+        plan = plan_call(kc, following, self.config)
+        if plan is None:
             self.reference_call(kc, outputs, inputs)
+            return 0
+        self.fast_call(plan, outputs, inputs)
+        return plan.absorbs
 
     def tuple_of(self, buffers: tuple[Buffer, ...]) -> str:
         """A tuple expression of the arrays of ``buffers``."""
         return _tuple_source([self.buffer(b) for b in buffers])
 
-    def fast_call(self, plan: KernelPlan, kc: KernelCall, outputs: list[str],
-                  inputs: list[str]) -> None:
-        """Emit ``kernel(outputs, inputs, extras, options)``."""
+    def fast_call(self, plan: KernelPlan, outputs: list[str], inputs: list[str]) -> None:
+        """Emit ``kernel(outputs, inputs, operands, extras, options)``."""
+        if plan.kernel in BLAS_KERNELS:
+            self.scope.uses_blas = True
+        operands = ["None" if b is None else self.buffer(b) for b in plan.operands]
         extras = []
         for extra in plan.extras:
             if extra is None:
@@ -231,11 +257,12 @@ class _FunctionEmitter:
             else:
                 extras.append(self.scope.scratch(f"{plan.kernel.__name__}_scratch", extra))
         options = [f"{k}={literal(v)}" for k, v in plan.options.items()]
-        args = ", ".join([*outputs, *inputs, *extras, *options])
+        args = ", ".join([*outputs, *inputs, *operands, *extras, *options])
         self.line(f"{self.helper(plan.kernel)}({args})")
 
     def reference_call(self, kc: KernelCall, outputs: list[str], inputs: list[str]) -> None:
         """Emit ``out[...] = OP.evaluate(ATTRS, inputs)`` (one line per output)."""
+        self.scope.uses_blas = True  # reference kernels may call BLAS
         op = self.scope.bind(f"op_{kc.name}", kc.op, f"operator {kc.name} (reference kernel)")
         attrs = "None"
         if kc.attrs is not None:
@@ -338,7 +365,9 @@ def _tuple_source(items: list[str]) -> str:
     return f"({', '.join(items)})"
 
 
-def emit_function(scope: ModuleScope, name: str, py_name: str, func: PrimFunc) -> str:
-    """The source of ``def py_name(...)`` computing PrimFunc ``func`` (module key ``name``);
-    module-level names it needs are added to ``scope``."""
-    return _FunctionEmitter(scope, name, func).emit(py_name)
+def emit_function(scope: ModuleScope, name: str, py_name: str, func: PrimFunc,
+                  config: PlanConfig) -> str:
+    """The source of ``def py_name(...)`` computing PrimFunc ``func`` (module key ``name``)
+    with the kernels ``config`` allows; module-level names it needs are added to
+    ``scope``."""
+    return _FunctionEmitter(scope, name, func, config).emit(py_name)

@@ -20,7 +20,8 @@ def _describe(shape: tuple[int, ...], dtype: str) -> str:
 
 class ModuleScope:
     """Names, namespace and allocation lines of a generated module (all names start with
-    an underscore, see :mod:`.naming`)."""
+    an underscore, see :mod:`.naming`); ``uses_blas`` records whether any call emitted so
+    far may call BLAS."""
 
     def __init__(self) -> None:
         self.namer = Namer(module_level=True)
@@ -29,6 +30,7 @@ class ModuleScope:
         self.lines: list[str] = []
         self._by_identity: dict[int, str] = {}
         self._scratch: dict[Scratch, str] = {}
+        self.uses_blas = False
 
     def bind(self, hint: str, value: Any, description: str, share: bool = True) -> str:
         """The namespace name of ``value`` (bound once per object when ``share``)."""

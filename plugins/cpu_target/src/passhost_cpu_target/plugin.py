@@ -22,9 +22,10 @@ def passhost_register_targets() -> list[TargetKind]:
     return [TargetKind(
         "cpu",
         options=(OptionSpec("num-threads", INT, 0,
-                            "BLAS threads during each run (0: the BLAS library's default)"),),
+                            "threads of the native kernels and of BLAS during each run "
+                            "(0: all cores)"),),
         keys=("cpu",),
         tir_to_runtime=_tir_to_runtime,
         host=True,
-        summary="the host CPU: generated Python over NumPy kernels and BLAS",
+        summary="the host CPU: generated Python over native kernels, NumPy and BLAS",
     )]

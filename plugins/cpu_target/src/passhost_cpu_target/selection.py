@@ -20,7 +20,8 @@ from passhost.backend.kernel_call import COPY, KernelCall
 from passhost.tir.function import Buffer
 from passhost_cpu_target import conv, kernels, pool
 
-__all__ = ["Constant", "KernelPlan", "Scratch", "select_kernel"]
+__all__ = ["BLAS_KERNELS", "Constant", "KernelPlan", "Scratch", "call_buffers", "same_out_dtype",
+           "select_kernel"]
 
 _FLOATS = ("float32", "float64")
 _NUMERIC = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
@@ -53,18 +54,23 @@ class Constant:
 
 @frozen
 class KernelPlan:
-    """A fast kernel for one call: ``kernel(outputs..., inputs..., extras..., **options)``
-    where each extra is a Scratch, a Constant or None."""
+    """A fast kernel for one call: ``kernel(outputs..., inputs..., operands..., extras...,
+    **options)`` where each operand is a Buffer of a later call the kernel does the work of
+    (or None), and each extra a Scratch, a Constant or None. ``absorbs`` is how many of the
+    calls right after this one the kernel does the work of (they are not emitted)."""
 
     kernel: Callable[..., None]
     extras: tuple[Scratch | Constant | None, ...] = ()
     options: Mapping[str, Any] = field(factory=dict)
+    operands: tuple[Buffer | None, ...] = ()
+    absorbs: int = 0
 
 
 Planner = Callable[[KernelCall], "KernelPlan | None"]
 
 
-def _buffers(call: KernelCall) -> list[Buffer]:
+def call_buffers(call: KernelCall) -> list[Buffer]:
+    """The buffers of ``call``: outputs, then inputs (tuple inputs flattened)."""
     flat = list(call.outputs)
     for item in call.inputs:
         flat.extend(item if isinstance(item, tuple) else (item,))
@@ -73,7 +79,7 @@ def _buffers(call: KernelCall) -> list[Buffer]:
 
 def _one_dtype(call: KernelCall, allowed: tuple[str, ...]) -> bool:
     """Whether every buffer of ``call`` has one dtype, among ``allowed``."""
-    dtypes = {b.dtype for b in _buffers(call)}
+    dtypes = {b.dtype for b in call_buffers(call)}
     return len(dtypes) == 1 and dtypes.pop() in allowed
 
 
@@ -119,21 +125,23 @@ def _bias_add(call: KernelCall) -> KernelPlan | None:
     return KernelPlan(kernels.bias_add, options={"shape": shape})
 
 
-def _same_out_dtype(call: KernelCall) -> bool:
+def same_out_dtype(call: KernelCall) -> bool:
+    """Whether ``call`` has one float dtype and an ``out_dtype`` attribute naming it (or
+    empty)."""
     out_dtype = call.attrs.out_dtype
     return _one_dtype(call, _FLOATS) and out_dtype in ("", call.outputs[0].dtype)
 
 
 def _dense(call: KernelCall) -> KernelPlan | None:
-    return KernelPlan(kernels.dense) if _same_out_dtype(call) else None
+    return KernelPlan(kernels.dense) if same_out_dtype(call) else None
 
 
 def _matmul(call: KernelCall) -> KernelPlan | None:
-    return KernelPlan(kernels.matmul) if _same_out_dtype(call) else None
+    return KernelPlan(kernels.matmul) if same_out_dtype(call) else None
 
 
 def _batch_matmul(call: KernelCall) -> KernelPlan | None:
-    if not _same_out_dtype(call):
+    if not same_out_dtype(call):
         return None
     return KernelPlan(kernels.batch_matmul, options={"transpose_a": call.attrs.transpose_a,
                                                      "transpose_b": call.attrs.transpose_b})
@@ -204,7 +212,7 @@ def _conv2d(call: KernelCall) -> KernelPlan | None:
     attrs = call.attrs
     data, weight = call.inputs
     layout = attrs.data_layout
-    if not (_same_out_dtype(call) and _window_layouts(call, layout)):
+    if not (same_out_dtype(call) and _window_layouts(call, layout)):
         return None
     out = call.outputs[0]
     kl = attrs.kernel_layout
@@ -328,6 +336,10 @@ _PLANNERS: dict[str, Planner] = {
     "nn.avg_pool2d": _avg_pool2d,
     "nn.global_avg_pool2d": _global_avg_pool2d,
 }
+
+
+#: Kernels that call BLAS (a module using them limits BLAS threads around each run).
+BLAS_KERNELS = frozenset({kernels.dense, kernels.matmul, kernels.batch_matmul, conv.conv2d_gemm})
 
 
 def select_kernel(call: KernelCall) -> KernelPlan | None:

@@ -1,0 +1,116 @@
+"""Epilogues: the elementwise kernel calls right after a producer (convolution, dense) that
+a native kernel applies while it writes the producer's output, instead of passing over the
+output once per call.
+
+A fused function of the default lowering computes, for example::
+
+    conv2d(T, data, weight); add(T, T, bias); add(T, T, residual); relu(T, T)
+
+:func:`match_epilogue` reads the calls after the producer, in order, while each one works
+in place on the producer's output ``T`` and is one of: an ``add`` (or ``nn.bias_add``) of
+a per-channel bias, an ``add`` of a residual shaped like ``T``, and, last, ``nn.relu`` or
+``clip``. The native kernel then computes ``clamp(acc + bias + residual, lo, hi)``: bias
+before residual whatever their order in the calls, which may round differently, as any
+reordering of a float32 sum (the kernel's own sums are ordered differently from the
+reference kernels' anyway).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from attrs import frozen
+
+from passhost.backend.kernel_call import KernelCall
+from passhost.tir.function import Buffer
+from passhost_cpu_target.selection import call_buffers
+
+__all__ = ["Epilogue", "match_epilogue"]
+
+
+@frozen
+class Epilogue:
+    """What a native kernel applies to its output: ``clamp(acc + bias + residual, lo,
+    hi)``; ``calls`` is how many kernel calls after the producer it replaces."""
+
+    bias: Buffer | None = None
+    residual: Buffer | None = None
+    lo: float = -math.inf
+    hi: float = math.inf
+    calls: int = 0
+
+
+def _same(a: Buffer, b: Buffer) -> bool:
+    """Whether two buffers are the same array (same pointer, shape and dtype)."""
+    return a is b or (a.data is b.data and a.shape == b.shape and a.dtype == b.dtype)
+
+
+def _other_operand(call: KernelCall, out: Buffer) -> Buffer | None:
+    """For a binary call writing ``out`` in place, the operand that is not ``out``."""
+    if len(call.outputs) != 1 or not _same(call.outputs[0], out) or len(call.inputs) != 2:
+        return None
+    a, b = call.inputs
+    if not (isinstance(a, Buffer) and isinstance(b, Buffer)):
+        return None
+    if _same(a, out) and not _same(b, out):
+        return b
+    if _same(b, out) and not _same(a, out):
+        return a
+    return None
+
+
+def _per_channel(operand: Buffer, out: Buffer, axis: int) -> bool:
+    """Whether ``operand`` broadcasts against ``out`` as one value per index of ``axis``."""
+    if operand.ndim > out.ndim:
+        return False
+    aligned = (1,) * (out.ndim - operand.ndim) + operand.shape
+    return all(d == (out.shape[axis] if i == axis else 1) for i, d in enumerate(aligned))
+
+
+def _bias_add_operand(call: KernelCall, out: Buffer, axis: int) -> Buffer | None:
+    """The bias of an in-place ``nn.bias_add`` on ``out`` along ``axis``."""
+    data, bias = call.inputs
+    if not (isinstance(data, Buffer) and isinstance(bias, Buffer)) or len(call.outputs) != 1:
+        return None
+    if not (_same(call.outputs[0], out) and _same(data, out)) or _same(bias, out):
+        return None
+    if call.attrs.axis % out.ndim != axis or bias.shape != (out.shape[axis],):
+        return None
+    return bias
+
+
+def match_epilogue(out: Buffer, following: Sequence[KernelCall], channel_axis: int,
+                   residual: bool = True) -> Epilogue:
+    """The longest epilogue made of the first calls of ``following`` on the float32
+    producer output ``out`` with channels along ``channel_axis`` (``residual=False`` when
+    the kernel takes no residual); an empty Epilogue when the first call does not fit."""
+    bias = res = None
+    for count, call in enumerate(following):
+        if any(b.dtype != "float32" for b in call_buffers(call)):
+            break
+        if call.name in ("nn.relu", "clip"):
+            if len(call.inputs) != 1 or not (_same(call.outputs[0], out)
+                                             and _same(call.inputs[0], out)):
+                break
+            lo, hi = (0.0, math.inf) if call.name == "nn.relu" else (call.attrs.a_min,
+                                                                     call.attrs.a_max)
+            return Epilogue(bias, res, float(lo), float(hi), count + 1)
+        if call.name == "nn.bias_add":
+            operand = _bias_add_operand(call, out, channel_axis)
+            if operand is None or bias is not None:
+                break
+            bias = operand
+        elif call.name == "add" and (operand := _other_operand(call, out)) is not None:
+            if bias is None and _per_channel(operand, out, channel_axis):
+                bias = operand
+            elif residual and res is None and operand.shape == out.shape:
+                res = operand
+            else:
+                break
+        else:
+            break
+    else:
+        count = len(following)
+    return Epilogue(bias, res, calls=count)
+

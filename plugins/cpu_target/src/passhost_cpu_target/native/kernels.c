@@ -1,0 +1,828 @@
+/* Native float32 kernels of the passhost cpu target, loaded with ctypes.
+ *
+ * Every array is C-contiguous float32. Each kernel takes its static geometry as one int64
+ * array (the last entry is the thread count, 0 for all cores) and, where it has an epilogue,
+ * `bounds` = {lo, hi}: the result is clamp(acc + bias + residual, lo, hi), where bias (one
+ * value per output channel) and residual (shaped like the output) may be NULL and an
+ * unbounded side is +-inf. Kernels that allocate return 0, or -1 when memory runs out.
+ *
+ * The vector code uses GCC/Clang vector extensions, so the same source builds for any
+ * instruction set; -march=native picks the widest one.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Bumped whenever a signature changes; the loader refuses a library with another value. */
+int ph_abi_version(void) { return 1; }
+
+#if defined(__AVX512F__)
+#define VW 16
+#define MR 8
+#elif defined(__AVX__)
+#define VW 8
+#define MR 6
+#else
+#define VW 4
+#define MR 6
+#endif
+#define NV 2                 /* vectors per micro-tile row */
+#define NR (NV * VW)         /* micro-tile columns */
+#define KC 128               /* reduction block kept in L1 */
+#define MCP 16               /* micro-panels (of MR rows) per task */
+#define NB 4                 /* column blocks (of NR columns) per task */
+
+typedef float vf __attribute__((vector_size(VW * 4), aligned(4)));
+typedef int32_t vi __attribute__((vector_size(VW * 4), aligned(4)));
+typedef int64_t i64;
+
+static int num_threads(i64 requested) {
+#ifdef _OPENMP
+  return requested > 0 ? (int)requested : omp_get_max_threads();
+#else
+  (void)requested;
+  return 1;
+#endif
+}
+
+static i64 min64(i64 a, i64 b) { return a < b ? a : b; }
+static i64 max64(i64 a, i64 b) { return a > b ? a : b; }
+static i64 floor_div(i64 a, i64 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static i64 ceil_div(i64 a, i64 b) { return -floor_div(-a, b); }
+
+/* First and last+1 output index o in [0, n) whose tap o * stride + shift lies in [0, size). */
+static void valid_range(i64 n, i64 stride, i64 shift, i64 size, i64 *lo, i64 *hi) {
+  *lo = min64(n, max64(0, ceil_div(-shift, stride)));
+  *hi = max64(*lo, min64(n, floor_div(size - 1 - shift, stride) + 1));
+}
+
+/* d[j] = s[j * stride] for j < n, with the common strides as constants (they vectorise). */
+static void strided_copy(float *restrict d, const float *restrict s, i64 n, i64 stride) {
+  if (stride == 1) {
+    memcpy(d, s, (size_t)n * sizeof(float));
+  } else if (stride == 2) {
+    for (i64 j = 0; j < n; j++) d[j] = s[2 * j];
+  } else {
+    for (i64 j = 0; j < n; j++) d[j] = s[j * stride];
+  }
+}
+
+/* dst[j] = clamp(src[j] + bias[j * bias_step] (+ res[j]), lo, hi) for j < n (no bias when
+ * bias is NULL; dst may be src); NaN passes through. */
+static void epilogue(float *dst, const float *src, i64 n, const float *bias, i64 bias_step,
+                     const float *res, float lo, float hi) {
+  for (i64 j = 0; j < n; j++) {
+    float v = src[j];
+    if (bias) v = v + bias[j * bias_step];
+    if (res) v = v + res[j];
+    v = v < lo ? lo : v;
+    dst[j] = v > hi ? hi : v;
+  }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Window planes (depthwise convolution and max pooling, NCHW). One H x W input plane is copied
+ * into SH x SW phases of Hq x Wq elements, `fill` outside the data:
+ *   pp[(ry * SW + rx) * Hq * Wq + i * Wq + j] = x[i * SH + ry - PT][j * SW + rx - PL],
+ * so that, on the "wide" output grid p = oy * Wq + ox, the tap (ky, kx) of every output is
+ * pp[off(ky, kx) + p]: each tap is one contiguous multiply-add (or max) over the whole
+ * plane. Outputs with ox >= OW are computed and dropped.
+ */
+#define BLOCK (4 * VW) /* wide outputs per register block */
+
+typedef struct {
+  i64 h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+  i64 hq, wq, phase, wide, acc, floats; /* phase rows, cols, size; wide outputs; buffer */
+} window_geom;
+
+static window_geom window_geometry(const i64 *g) {
+  window_geom wg = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11],
+                    0, 0, 0, 0, 0, 0};
+  wg.hq = wg.oh + (wg.kh - 1) * wg.dh / wg.sh;
+  wg.wq = wg.ow + (wg.kw - 1) * wg.dw / wg.sw;
+  wg.phase = wg.hq * wg.wq;
+  wg.wide = wg.oh * wg.wq;
+  /* taps of dropped outputs (and of the rounding to BLOCK) read up to wq + BLOCK past */
+  wg.acc = wg.sh * wg.sw * wg.phase + wg.wq + BLOCK;
+  wg.floats = wg.acc + (wg.wide + BLOCK - 1) / BLOCK * BLOCK;
+  return wg;
+}
+
+static void phase_planes(float *restrict pp, const float *restrict x, const window_geom *wg,
+                         float fill) {
+  for (i64 ry = 0; ry < wg->sh; ry++) {
+    for (i64 rx = 0; rx < wg->sw; rx++) {
+      float *phase = pp + (ry * wg->sw + rx) * wg->phase;
+      i64 lo, hi;
+      valid_range(wg->wq, wg->sw, rx - wg->pl, wg->w, &lo, &hi);
+      for (i64 i = 0; i < wg->hq; i++) {
+        float *d = phase + i * wg->wq;
+        const i64 iy = i * wg->sh + ry - wg->pt;
+        if (iy < 0 || iy >= wg->h) {
+          for (i64 j = 0; j < wg->wq; j++) d[j] = fill;
+          continue;
+        }
+        for (i64 j = 0; j < lo; j++) d[j] = fill;
+        strided_copy(d + lo, x + iy * wg->w + lo * wg->sw + rx - wg->pl, hi - lo, wg->sw);
+        for (i64 j = hi; j < wg->wq; j++) d[j] = fill;
+      }
+    }
+  }
+}
+
+/* Offset in the phase planes of tap t = ky * kw + kx, for wide output 0. */
+static void tap_offsets(i64 *off, const window_geom *wg) {
+  for (i64 ky = 0; ky < wg->kh; ky++)
+    for (i64 kx = 0; kx < wg->kw; kx++) {
+      const i64 row = ky * wg->dh, col = kx * wg->dw;
+      off[ky * wg->kw + kx] = ((row % wg->sh) * wg->sw + col % wg->sw) * wg->phase +
+                              row / wg->sh * wg->wq + col / wg->sw;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Convolution, NCHW data, OIHW weights: per batch item and group, the matrix product
+ * out[O/G, OH*OW] = W[O/G, K] x cols[K, OH*OW] with K = C/G*KH*KW. Weight rows are read in
+ * place. Columns are gathered (im2col) into packed panels of NR columns: when one chunk of
+ * MCP micro-panels covers every output channel, each task packs its own KC x NR panel just
+ * before using it; otherwise the threads first pack all panels into the `cols` scratch
+ * (conv2d_nchw_scratch floats) so that the chunks of output channels share them.
+ * Tasks (chunk of output channels, span of NB column blocks) are split statically.
+ */
+typedef struct {
+  i64 n, c, h, w, o, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, groups;
+  i64 cg, og, k, p, panels, chunks, chunk_panels, blocks, spans, span_blocks;
+  i64 *ox_range, *oy_range;
+} conv_geom;
+
+static conv_geom conv_geometry(const i64 *g) {
+  conv_geom cv = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7],
+                  g[8], g[9], g[10], g[11], g[12], g[13], g[14], g[15],
+                  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL};
+  cv.cg = cv.c / cv.groups;
+  cv.og = cv.o / cv.groups;
+  cv.k = cv.cg * cv.kh * cv.kw;
+  cv.p = cv.oh * cv.ow;
+  cv.panels = (cv.og + MR - 1) / MR;
+  cv.chunks = (cv.panels + MCP - 1) / MCP;
+  cv.chunk_panels = (cv.panels + cv.chunks - 1) / cv.chunks; /* balanced, at most MCP */
+  cv.blocks = (cv.p + NR - 1) / NR;
+  cv.spans = (cv.blocks + NB - 1) / NB;
+  cv.span_blocks = (cv.blocks + cv.spans - 1) / cv.spans; /* balanced, at most NB */
+  return cv;
+}
+
+
+/* bp[kk][j] = cols[k0 + kk][p0 + j] for kk < kc (zero past `width` and in the padding). */
+static void pack_cols(float *restrict bp, const float *restrict xg, const conv_geom *cv,
+                      i64 k0, i64 kc, i64 p0, i64 width) {
+  const i64 taps = cv->kh * cv->kw, plane = cv->h * cv->w, sw = cv->sw;
+  const int direct = cv->kh == 1 && cv->kw == 1 && cv->sh == 1 && sw == 1 &&
+                     cv->pt == 0 && cv->pl == 0 && cv->oh == cv->h && cv->ow == cv->w;
+  i64 c = k0 / taps, ky = (k0 % taps) / cv->kw, kx = k0 % cv->kw;
+  for (i64 kk = 0; kk < kc; kk++) {
+    float *dst = bp + kk * NR;
+    const float *src = xg + c * plane;
+    if (direct) {
+      memcpy(dst, src + p0, (size_t)width * sizeof(float));
+    } else {
+      const i64 xlo = cv->ox_range[2 * kx], xhi = cv->ox_range[2 * kx + 1];
+      const i64 ylo = cv->oy_range[2 * ky], yhi = cv->oy_range[2 * ky + 1];
+      const i64 shift = kx * cv->dw - cv->pl;
+      i64 oy = p0 / cv->ow, ox = p0 % cv->ow, j = 0;
+      while (j < width) {
+        const i64 run = min64(width - j, cv->ow - ox), end = ox + run;
+        float *d = dst + j - ox;
+        if (oy < ylo || oy >= yhi) {
+          for (i64 t = ox; t < end; t++) d[t] = 0.0f;
+        } else {
+          const i64 a = max64(ox, min64(xlo, end)), b = max64(a, min64(end, xhi));
+          const float *row = src + (oy * cv->sh + ky * cv->dh - cv->pt) * cv->w;
+          for (i64 t = ox; t < a; t++) d[t] = 0.0f;
+          strided_copy(d + a, row + a * sw + shift, b - a, sw);
+          for (i64 t = b; t < end; t++) d[t] = 0.0f;
+        }
+        j += run;
+        oy++;
+        ox = 0;
+      }
+    }
+    for (i64 j = width; j < NR; j++) dst[j] = 0.0f;
+    if (++kx == cv->kw) {
+      kx = 0;
+      if (++ky == cv->kh) { ky = 0; c++; }
+    }
+  }
+}
+
+/* Where a micro-tile goes through the epilogue: rows of `y` (stride ldy) starting at output
+ * channel m0, with `res` laid out like y (or NULL) and bias[m0 + i] (or no bias). */
+typedef struct {
+  float *y;
+  const float *res, *bias;
+  i64 ldy, m0;
+  float lo, hi;
+} tile_out;
+
+static vf vclamp(vf v, vf lo, vf hi) {
+  const vi below = v < lo;
+  v = (vf)(((vi)lo & below) | ((vi)v & ~below));
+  const vi above = v > hi;
+  return (vf)(((vi)hi & above) | ((vi)v & ~above));
+}
+
+/* acc = a[MR rows of stride lda][kc] x b[kc rows of stride ldb][NR], plus c[MR][NR] when
+ * `accumulate`; rows past `rows` repeat the last. The result goes raw into c, or, when `out`
+ * is set, through the epilogue into out->y (rows past `rows` are dropped). */
+static void micro_tile(const float *a, i64 lda, i64 rows, const float *restrict b, i64 ldb,
+                       i64 kc, float *restrict c, int accumulate, const tile_out *out) {
+  const float *ar[MR];
+  for (int i = 0; i < MR; i++) ar[i] = a + (i < rows ? i : rows - 1) * lda;
+  vf acc[MR][NV];
+  for (int i = 0; i < MR; i++)
+    for (int v = 0; v < NV; v++)
+      acc[i][v] = accumulate ? *(const vf *)(c + i * NR + v * VW) : (vf){0};
+  for (i64 k = 0; k < kc; k++) {
+    vf bk[NV];
+    for (int v = 0; v < NV; v++) bk[v] = *(const vf *)(b + k * ldb + v * VW);
+    for (int i = 0; i < MR; i++) {
+      const float s = ar[i][k];
+      for (int v = 0; v < NV; v++) acc[i][v] += s * bk[v];
+    }
+  }
+  if (!out) {
+    for (int i = 0; i < MR; i++)
+      for (int v = 0; v < NV; v++) *(vf *)(c + i * NR + v * VW) = acc[i][v];
+    return;
+  }
+  const vf lo = (vf){0} + out->lo, hi = (vf){0} + out->hi;
+  for (int i = 0; i < rows; i++) {
+    const vf bias = (vf){0} + (out->bias ? out->bias[out->m0 + i] : 0.0f);
+    for (int v = 0; v < NV; v++) {
+      vf r = acc[i][v] + bias;
+      if (out->res) r = r + *(const vf *)(out->res + i * out->ldy + v * VW);
+      *(vf *)(out->y + i * out->ldy + v * VW) = vclamp(r, lo, hi);
+    }
+  }
+}
+
+static int direct_conv(const conv_geom *cv) {
+  return cv->kh == 1 && cv->kw == 1 && cv->sh == 1 && cv->sw == 1 && cv->pt == 0 &&
+         cv->pl == 0 && cv->oh == cv->h && cv->ow == cv->w;
+}
+
+/* One task of image b, group grp: output channels of micro-panels [q0, q1), column blocks
+ * [blk0, blk1). Full blocks go through the epilogue into `proto`'s output straight from the
+ * registers; a partial last block is left raw in cb (tile (blk - blk0, q - q0)). Columns come
+ * from `cols` (packed, blk-major K x NR each), straight from the data (1x1 convolutions), or
+ * are packed into bp. */
+static void conv_task(const conv_geom *cv, const float *xg, const float *wg, const float *cols,
+                      float *bp, float *cb, i64 q0, i64 q1, i64 blk0, i64 blk1,
+                      const tile_out *proto, i64 b, i64 grp) {
+  const int direct = direct_conv(cv);
+  for (i64 k0 = 0; k0 < cv->k; k0 += KC) {
+    const i64 kc = min64(KC, cv->k - k0);
+    for (i64 blk = blk0; blk < blk1; blk++) {
+      const i64 p0 = blk * NR, width = min64(NR, cv->p - p0);
+      const float *panel = bp;
+      i64 ldb = NR;
+      if (cols) {
+        panel = cols + (blk * cv->k + k0) * NR;
+      } else if (direct && width == NR) {
+        panel = xg + k0 * cv->p + p0;
+        ldb = cv->p;
+      } else {
+        pack_cols(bp, xg, cv, k0, kc, p0, width);
+      }
+      for (i64 q = q0; q < q1; q++) {
+        tile_out out = *proto;
+        out.m0 = grp * cv->og + q * MR;
+        out.y += (b * cv->o + out.m0) * cv->p + p0;
+        if (out.res) out.res += (b * cv->o + out.m0) * cv->p + p0;
+        micro_tile(wg + q * MR * cv->k + k0, cv->k, min64(MR, cv->og - q * MR), panel, ldb, kc,
+                   cb + ((blk - blk0) * MCP + q - q0) * MR * NR, k0 > 0,
+                   k0 + kc == cv->k && width == NR ? &out : NULL);
+      }
+    }
+  }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Winograd F(2x2, 3x3) for 3x3, stride-1, undilated, ungrouped convolutions with at least
+ * WINO_MIN_OUTPUTS outputs per channel: each 2x2 output tile is A^T [(G g G^T) . (B^T d B)] A
+ * over its 4x4 input tile d, so the 36 multiplies per tile and channel pair become 16, done
+ * as 16 matrix products M[xi] = U[xi] (O x C) x V[xi] (C x tiles). The `cols` scratch holds
+ * U (the weights, transformed on every call) and the input's 2x2 phase planes: element
+ * (a, b) of tile (ty, tx) is phase (a % 2, b % 2) at (ty + a / 2, tx + b / 2). A task
+ * transforms `rows` tile rows (at most NR tiles) into V, multiplies them for one chunk of
+ * output channels, and transforms the products back through the epilogue.
+ */
+#define WINO_MIN_OUTPUTS 400
+
+typedef struct {
+  i64 th, tw, twv, rows, row_groups; /* tiles down and across (padded to twv), rows per task */
+  window_geom wg;
+} wino_geom;
+
+static int use_winograd(const conv_geom *cv) {
+  return cv->kh == 3 && cv->kw == 3 && cv->sh == 1 && cv->sw == 1 && cv->dh == 1 &&
+         cv->dw == 1 && cv->groups == 1 && cv->c >= 16 && cv->p >= WINO_MIN_OUTPUTS &&
+         ((cv->ow + 1) / 2 + VW - 1) / VW * VW <= NR;
+}
+
+static wino_geom wino_geometry(const conv_geom *cv) {
+  wino_geom wn;
+  memset(&wn, 0, sizeof wn);
+  wn.th = (cv->oh + 1) / 2;
+  wn.tw = (cv->ow + 1) / 2;
+  wn.twv = (wn.tw + VW - 1) / VW * VW;
+  wn.rows = max64(1, NR / wn.twv);
+  wn.row_groups = (wn.th + wn.rows - 1) / wn.rows;
+  wn.wg.h = cv->h;
+  wn.wg.w = cv->w;
+  wn.wg.sh = wn.wg.sw = 2;
+  wn.wg.pt = cv->pt;
+  wn.wg.pl = cv->pl;
+  wn.wg.hq = wn.th + 1;
+  wn.wg.wq = wn.tw + 1;
+  wn.wg.phase = wn.wg.hq * wn.wg.wq;
+  return wn;
+}
+
+/* u[xi * stride + j] = (G g G^T)[xi] for the 3x3 kernels g = w[9 j : 9 j + 9], j < VW
+ * (kernels past n are zero). */
+static void wino_weights(float *u, i64 stride, const float *restrict w, i64 n) {
+  float g[9][VW];
+  for (i64 j = 0; j < VW; j++)
+    for (int k = 0; k < 9; k++) g[k][j] = j < n ? w[9 * j + k] : 0.0f;
+  vf t[4][3];
+  for (int k = 0; k < 3; k++) {
+    const vf g0 = *(const vf *)g[k], g1 = *(const vf *)g[3 + k], g2 = *(const vf *)g[6 + k];
+    t[0][k] = g0;
+    t[1][k] = 0.5f * (g0 + g1 + g2);
+    t[2][k] = 0.5f * (g0 - g1 + g2);
+    t[3][k] = g2;
+  }
+  for (int i = 0; i < 4; i++) {
+    const vf r[4] = {t[i][0], 0.5f * (t[i][0] + t[i][1] + t[i][2]),
+                     0.5f * (t[i][0] - t[i][1] + t[i][2]), t[i][2]};
+    for (int k = 0; k < 4; k++) {
+      float *dst = u + (4 * i + k) * stride;
+      if (n >= VW) {
+        *(vf *)dst = r[k];
+      } else {
+        for (i64 j = 0; j < n; j++) dst[j] = r[k][j];
+      }
+    }
+  }
+}
+
+/* v[xi * vs + tx] = (B^T d B)[xi] of tile (ty, tx) for tx < twv (tiles past tw read the
+ * planes' slack), from one channel's phase planes. */
+static void wino_input_row(float *v, i64 vs, const float *planes, const wino_geom *wn, i64 ty) {
+  const i64 wq = wn->wg.wq, phase = wn->wg.phase;
+  const float *row[4][4];
+  for (int a = 0; a < 4; a++)
+    for (int b = 0; b < 4; b++)
+      row[a][b] = planes + ((a % 2) * 2 + b % 2) * phase + (ty + a / 2) * wq + b / 2;
+  for (i64 tx = 0; tx < wn->twv; tx += VW) {
+    vf e[4][4];
+    for (int a = 0; a < 4; a++) {
+      const vf d0 = *(const vf *)(row[a][0] + tx), d1 = *(const vf *)(row[a][1] + tx);
+      const vf d2 = *(const vf *)(row[a][2] + tx), d3 = *(const vf *)(row[a][3] + tx);
+      e[a][0] = d0 - d2;
+      e[a][1] = d1 + d2;
+      e[a][2] = d2 - d1;
+      e[a][3] = d1 - d3;
+    }
+    for (int b = 0; b < 4; b++) {
+      *(vf *)(v + (0 + b) * vs + tx) = e[0][b] - e[2][b];
+      *(vf *)(v + (4 + b) * vs + tx) = e[1][b] + e[2][b];
+      *(vf *)(v + (8 + b) * vs + tx) = e[2][b] - e[1][b];
+      *(vf *)(v + (12 + b) * vs + tx) = e[1][b] - e[3][b];
+    }
+  }
+}
+
+/* The two output rows of a tile row (A^T m A of m[xi * ms + tx]) into row0 and row1, each
+ * 2 * twv long; `tmp` holds 4 * twv floats. */
+static void wino_output_row(float *restrict row0, float *restrict row1, float *restrict tmp,
+                            const float *m, i64 ms, i64 twv) {
+  for (i64 tx = 0; tx < twv; tx += VW) {
+    vf s[2][4];
+    for (int b = 0; b < 4; b++) {
+      const vf m0 = *(const vf *)(m + b * ms + tx), m1 = *(const vf *)(m + (4 + b) * ms + tx);
+      const vf m2 = *(const vf *)(m + (8 + b) * ms + tx);
+      const vf m3 = *(const vf *)(m + (12 + b) * ms + tx);
+      s[0][b] = m0 + m1 + m2;
+      s[1][b] = m1 - m2 - m3;
+    }
+    for (int r = 0; r < 2; r++) {
+      *(vf *)(tmp + (2 * r) * twv + tx) = s[r][0] + s[r][1] + s[r][2];
+      *(vf *)(tmp + (2 * r + 1) * twv + tx) = s[r][1] - s[r][2] - s[r][3];
+    }
+  }
+  for (i64 tx = 0; tx < twv; tx++) {
+    row0[2 * tx] = tmp[tx];
+    row0[2 * tx + 1] = tmp[twv + tx];
+    row1[2 * tx] = tmp[2 * twv + tx];
+    row1[2 * tx + 1] = tmp[3 * twv + tx];
+  }
+}
+
+static int conv2d_winograd(const conv_geom *cv, const float *x, const float *w, float *y,
+                           const float *bias, const float *res, float *cols, int nt,
+                           float lo, float hi) {
+  const wino_geom wn = wino_geometry(cv);
+  const i64 c = cv->c, o = cv->o, tasks = wn.row_groups * cv->chunks;
+  float *u = cols, *planes = cols + 16 * o * c;
+  int failed = 0;
+#pragma omp parallel num_threads(nt)
+  {
+    float *v = calloc((size_t)(16 * c * NR + 16 * MCP * MR * NR + 8 * wn.twv), sizeof(float));
+    float *m = v ? v + 16 * c * NR : NULL, *rows = v ? m + 16 * MCP * MR * NR : NULL;
+    if (!v) {
+#pragma omp atomic write
+      failed = 1;
+    }
+#pragma omp for schedule(static)
+    for (i64 j = 0; j < o * c; j += VW) wino_weights(u + j, o * c, w + 9 * j, min64(VW, o * c - j));
+    for (i64 b = 0; b < cv->n; b++) {
+#pragma omp for schedule(static)
+      for (i64 ch = 0; ch < c; ch++)
+        phase_planes(planes + ch * 4 * wn.wg.phase, x + (b * c + ch) * cv->h * cv->w, &wn.wg,
+                     0.0f);
+#pragma omp for schedule(dynamic)
+      for (i64 t = 0; t < tasks; t++) {
+        if (!v) continue;
+        const i64 ty0 = (t % wn.row_groups) * wn.rows, chunk = t / wn.row_groups;
+        const i64 nrows = min64(wn.rows, wn.th - ty0);
+        const i64 q0 = chunk * cv->chunk_panels, q1 = min64(cv->panels, q0 + cv->chunk_panels);
+        for (i64 ch = 0; ch < c; ch++)
+          for (i64 r = 0; r < nrows; r++)
+            wino_input_row(v + ch * NR + r * wn.twv, c * NR, planes + ch * 4 * wn.wg.phase, &wn,
+                           ty0 + r);
+        for (i64 xi = 0; xi < 16; xi++)
+          for (i64 q = q0; q < q1; q++)
+            for (i64 c0 = 0; c0 < c; c0 += KC)
+              micro_tile(u + (xi * o + q * MR) * c + c0, c, min64(MR, o - q * MR),
+                         v + (xi * c + c0) * NR, NR, min64(KC, c - c0),
+                         m + (xi * MCP + q - q0) * MR * NR, c0 > 0, NULL);
+        for (i64 q = q0; q < q1; q++) {
+          for (i64 i = 0; i < min64(MR, o - q * MR); i++) {
+            const i64 oc = q * MR + i;
+            const float *mo = m + (q - q0) * MR * NR + i * NR;
+            for (i64 r = 0; r < nrows; r++) {
+              wino_output_row(rows, rows + 2 * wn.twv, rows + 4 * wn.twv, mo + r * wn.twv,
+                              MCP * MR * NR, wn.twv);
+              for (i64 dy = 0; dy < 2 && 2 * (ty0 + r) + dy < cv->oh; dy++) {
+                const i64 at = ((b * o + oc) * cv->oh + 2 * (ty0 + r) + dy) * cv->ow;
+                epilogue(y + at, rows + dy * 2 * wn.twv, cv->ow, bias ? bias + oc : NULL, 0,
+                         res ? res + at : NULL, lo, hi);
+              }
+            }
+          }
+        }
+      }
+    }
+    free(v);
+  }
+  return failed ? -1 : 0;
+}
+
+/* Floats of the `cols` scratch ph_conv2d_nchw needs for geometry g (0: none). */
+i64 ph_conv2d_nchw_scratch(const i64 *g) {
+  const conv_geom cv = conv_geometry(g);
+  if (use_winograd(&cv)) {
+    const wino_geom wn = wino_geometry(&cv);
+    return 16 * cv.o * cv.c + cv.c * 4 * wn.wg.phase + NR; /* slack: whole-vector reads */
+  }
+  return cv.chunks > 1 ? cv.blocks * cv.k * NR : 0;
+}
+
+int ph_conv2d_nchw(const float *x, const float *w, float *y, const float *bias,
+                   const float *res, float *cols, const i64 *g, const float *bounds) {
+  conv_geom cv = conv_geometry(g);
+  const int nt = num_threads(g[16]);
+  if (use_winograd(&cv)) return conv2d_winograd(&cv, x, w, y, bias, res, cols, nt, bounds[0],
+                                                bounds[1]);
+  const int shared = cv.chunks > 1;
+  i64 *ranges = malloc(sizeof(i64) * 2 * (size_t)(cv.kw + cv.kh));
+  if (!ranges) return -1;
+  cv.ox_range = ranges;
+  cv.oy_range = ranges + 2 * cv.kw;
+  for (i64 t = 0; t < cv.kw; t++)
+    valid_range(cv.ow, cv.sw, t * cv.dw - cv.pl, cv.w, &cv.ox_range[2 * t],
+                &cv.ox_range[2 * t + 1]);
+  for (i64 t = 0; t < cv.kh; t++)
+    valid_range(cv.oh, cv.sh, t * cv.dh - cv.pt, cv.h, &cv.oy_range[2 * t],
+                &cv.oy_range[2 * t + 1]);
+  const float lo = bounds[0], hi = bounds[1];
+  const i64 kslabs = (cv.k + KC - 1) / KC, tasks = cv.chunks * cv.spans;
+  const tile_out proto = {y, res, bias, cv.p, 0, lo, hi};
+  int failed = 0;
+#pragma omp parallel num_threads(nt)
+  {
+    float bp[KC * NR] __attribute__((aligned(64)));
+    float *cb = malloc(sizeof(float) * NB * MCP * MR * NR);
+    if (!cb) {
+#pragma omp atomic write
+      failed = 1;
+    }
+    for (i64 image = 0; image < cv.n * cv.groups; image++) {
+      const i64 b = image / cv.groups, grp = image % cv.groups;
+      const float *xg = x + (b * cv.c + grp * cv.cg) * cv.h * cv.w;
+      const float *wg = w + grp * cv.og * cv.k;
+      if (shared) {
+#pragma omp for schedule(static)
+        for (i64 t = 0; t < cv.blocks * kslabs; t++) {
+          const i64 blk = t / kslabs, k0 = (t % kslabs) * KC;
+          pack_cols(cols + (blk * cv.k + k0) * NR, xg, &cv, k0, min64(KC, cv.k - k0), blk * NR,
+                    min64(NR, cv.p - blk * NR));
+        }
+      }
+#pragma omp for schedule(dynamic)
+      for (i64 t = 0; t < tasks; t++) {
+        if (!cb) continue;
+        const i64 span = t % cv.spans, chunk = t / cv.spans;
+        const i64 blk0 = span * cv.span_blocks, blk1 = min64(cv.blocks, blk0 + cv.span_blocks);
+        const i64 q0 = chunk * cv.chunk_panels, q1 = min64(cv.panels, q0 + cv.chunk_panels);
+        conv_task(&cv, xg, wg, shared ? cols : NULL, bp, cb, q0, q1, blk0, blk1, &proto, b,
+                  grp);
+        const i64 last = blk1 - 1, p0 = last * NR;
+        if (cv.p - p0 < NR) {
+          for (i64 q = q0; q < q1; q++) {
+            for (i64 i = 0; i < min64(MR, cv.og - q * MR); i++) {
+              const i64 m = grp * cv.og + q * MR + i, at = (b * cv.o + m) * cv.p + p0;
+              const float *tile = cb + ((last - blk0) * MCP + q - q0) * MR * NR;
+              epilogue(y + at, tile + i * NR, cv.p - p0, bias ? bias + m : NULL, 0,
+                       res ? res + at : NULL, lo, hi);
+            }
+          }
+        }
+      }
+    }
+    free(cb);
+  }
+  free(ranges);
+  return failed ? -1 : 0;
+}
+
+/* Calls plane(ctx, t, buf) for every plane t in [0, planes) on nt threads, each with a
+ * zeroed buffer of `floats` floats; 0, or -1 when a buffer cannot be allocated. */
+typedef void (*plane_fn)(const void *ctx, i64 t, float *buf);
+
+static int for_each_plane(i64 planes, int nt, i64 floats, plane_fn plane, const void *ctx) {
+  int failed = 0;
+#pragma omp parallel num_threads(nt)
+  {
+    float *buf = calloc((size_t)floats, sizeof(float));
+    if (!buf) {
+#pragma omp atomic write
+      failed = 1;
+    }
+#pragma omp for schedule(dynamic)
+    for (i64 t = 0; t < planes; t++)
+      if (buf) plane(ctx, t, buf);
+    free(buf);
+  }
+  return failed ? -1 : 0;
+}
+
+typedef struct {
+  window_geom wg;
+  const float *x, *w, *bias, *res;
+  float *y;
+  float lo, hi;
+  i64 c, off[];
+} window_job;
+
+static window_job *window_job_new(const i64 *g, i64 c) {
+  const window_geom wg = window_geometry(g);
+  window_job *job = malloc(sizeof(window_job) + sizeof(i64) * (size_t)(wg.kh * wg.kw));
+  if (!job) return NULL;
+  memset(job, 0, sizeof(window_job));
+  job->wg = wg;
+  job->c = c;
+  tap_offsets(job->off, &wg);
+  return job;
+}
+
+static void depthwise_plane(const void *ctx, i64 t, float *buf) {
+  const window_job *job = ctx;
+  const window_geom *wg = &job->wg;
+  const i64 taps = wg->kh * wg->kw, ch = t % job->c;
+  const float *wc = job->w + ch * taps;
+  float *acc = buf + wg->acc;
+  phase_planes(buf, job->x + t * wg->h * wg->w, wg, 0.0f);
+  for (i64 p = 0; p < wg->wide; p += BLOCK) {
+    vf a[4] = {{0}, {0}, {0}, {0}};
+    for (i64 tap = 0; tap < taps; tap++) {
+      const float *s = buf + job->off[tap] + p;
+      const float wt = wc[tap];
+      for (int v = 0; v < 4; v++) a[v] += wt * *(const vf *)(s + v * VW);
+    }
+    for (int v = 0; v < 4; v++) *(vf *)(acc + p + v * VW) = a[v];
+  }
+  for (i64 oy = 0; oy < wg->oh; oy++) {
+    const i64 at = (t * wg->oh + oy) * wg->ow;
+    epilogue(job->y + at, acc + oy * wg->wq, wg->ow, job->bias ? job->bias + ch : NULL, 0,
+             job->res ? job->res + at : NULL, job->lo, job->hi);
+  }
+}
+
+/* Small planes (at most SMALL_PLANE outputs) go VW channels at a time, channels last: the
+ * group's padded input as [Hp][Wp][VW] (zero padding, written once per buffer), the taps as
+ * vector multiply-adds over the channels, and the result transposed back through the
+ * epilogue. Job t is channel group t % groups of image t / groups. */
+#define SMALL_PLANE 256
+
+static i64 small_rows(const window_geom *wg) {
+  return (wg->oh - 1) * wg->sh + (wg->kh - 1) * wg->dh + 1;
+}
+
+static i64 small_cols(const window_geom *wg) {
+  return (wg->ow - 1) * wg->sw + (wg->kw - 1) * wg->dw + 1;
+}
+
+static void depthwise_small_group(const void *ctx, i64 t, float *buf) {
+  const window_job *job = ctx;
+  const window_geom *wg = &job->wg;
+  const i64 groups = (job->c + VW - 1) / VW, c0 = (t % groups) * VW, b = t / groups;
+  const i64 nc = min64(VW, job->c - c0), taps = wg->kh * wg->kw;
+  const i64 hp = small_rows(wg), wp = small_cols(wg), plane = wg->h * wg->w;
+  const i64 outs = wg->oh * wg->ow;
+  float *in = buf, *out = buf + hp * wp * VW, *wt = out + outs * VW, *column = wt + taps * VW;
+  for (i64 j = 0; j < nc; j++) {
+    const float *src = job->x + (b * job->c + c0 + j) * plane;
+    for (i64 iy = max64(0, -wg->pt); iy < min64(wg->h, hp - wg->pt); iy++)
+      for (i64 ix = max64(0, -wg->pl); ix < min64(wg->w, wp - wg->pl); ix++)
+        in[((iy + wg->pt) * wp + ix + wg->pl) * VW + j] = src[iy * wg->w + ix];
+    for (i64 tap = 0; tap < taps; tap++) wt[tap * VW + j] = job->w[(c0 + j) * taps + tap];
+  }
+  const i64 step = wg->sw * VW; /* from one output's window to the next one's */
+  for (i64 oy = 0; oy < wg->oh; oy++) {
+    i64 ox = 0;
+    for (; ox + 4 <= wg->ow; ox += 4) { /* four independent sums hide the latency */
+      vf acc[4] = {{0}, {0}, {0}, {0}};
+      for (i64 ky = 0; ky < wg->kh; ky++) {
+        const float *row = in + ((oy * wg->sh + ky * wg->dh) * wp + ox * wg->sw) * VW;
+        for (i64 kx = 0; kx < wg->kw; kx++) {
+          const vf wv = *(const vf *)(wt + (ky * wg->kw + kx) * VW);
+          const float *tap = row + kx * wg->dw * VW;
+          for (int j = 0; j < 4; j++) acc[j] += wv * *(const vf *)(tap + j * step);
+        }
+      }
+      for (int j = 0; j < 4; j++) *(vf *)(out + (oy * wg->ow + ox + j) * VW) = acc[j];
+    }
+    for (; ox < wg->ow; ox++) {
+      vf acc = {0};
+      for (i64 ky = 0; ky < wg->kh; ky++) {
+        const float *row = in + ((oy * wg->sh + ky * wg->dh) * wp + ox * wg->sw) * VW;
+        for (i64 kx = 0; kx < wg->kw; kx++)
+          acc += *(const vf *)(wt + (ky * wg->kw + kx) * VW) *
+                 *(const vf *)(row + kx * wg->dw * VW);
+      }
+      *(vf *)(out + (oy * wg->ow + ox) * VW) = acc;
+    }
+  }
+  for (i64 j = 0; j < nc; j++) {
+    const i64 ch = c0 + j, at = (b * job->c + ch) * outs;
+    for (i64 p = 0; p < outs; p++) column[p] = out[p * VW + j];
+    epilogue(job->y + at, column, outs, job->bias ? job->bias + ch : NULL, 0,
+             job->res ? job->res + at : NULL, job->lo, job->hi);
+  }
+}
+
+/* Depthwise convolution, NCHW data, weights [C][KH][KW]. */
+int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bias,
+                      const float *res, const i64 *g, const float *bounds) {
+  window_job *job = window_job_new(g, g[13]);
+  if (!job) return -1;
+  job->x = x;
+  job->w = w;
+  job->y = y;
+  job->bias = bias;
+  job->res = res;
+  job->lo = bounds[0];
+  job->hi = bounds[1];
+  const window_geom *wg = &job->wg;
+  const int nt = num_threads(g[14]);
+  int status;
+  if (wg->oh * wg->ow <= SMALL_PLANE) {
+    const i64 floats = (small_rows(wg) * small_cols(wg) + wg->oh * wg->ow + wg->kh * wg->kw) * VW +
+                       wg->oh * wg->ow;
+    status = for_each_plane(g[12] * ((g[13] + VW - 1) / VW), nt, floats, depthwise_small_group,
+                            job);
+  } else {
+    status = for_each_plane(g[12] * g[13], nt, wg->floats, depthwise_plane, job);
+  }
+  free(job);
+  return status;
+}
+
+static void max_pool_plane(const void *ctx, i64 t, float *buf) {
+  const window_job *job = ctx;
+  const window_geom *wg = &job->wg;
+  float *restrict acc = buf + wg->acc;
+  phase_planes(buf, job->x + t * wg->h * wg->w, wg, -INFINITY);
+  memcpy(acc, buf + job->off[0], (size_t)wg->wide * sizeof(float));
+  for (i64 tap = 1; tap < wg->kh * wg->kw; tap++) {
+    const float *restrict s = buf + job->off[tap];
+    for (i64 p = 0; p < wg->wide; p++) {
+      const float a = acc[p], v = s[p];
+      acc[p] = (a != a || a > v) ? a : v;
+    }
+  }
+  for (i64 oy = 0; oy < wg->oh; oy++)
+    memcpy(job->y + (t * wg->oh + oy) * wg->ow, acc + oy * wg->wq,
+           (size_t)wg->ow * sizeof(float));
+}
+
+/* Max pooling, NCHW: the largest tap of each window (padding never wins; NaN propagates). */
+int ph_max_pool_nchw(const float *x, float *y, const i64 *g) {
+  window_job *job = window_job_new(g, 1);
+  if (!job) return -1;
+  job->x = x;
+  job->y = y;
+  const int status = for_each_plane(g[12], num_threads(g[13]), job->wg.floats,
+                                    max_pool_plane, job);
+  free(job);
+  return status;
+}
+
+/* Depthwise convolution, NHWC data, weights [KH][KW][C]: vectors run along the channels. */
+void ph_depthwise_nhwc(const float *x, const float *w, float *y, const float *bias,
+                       const float *res, const i64 *g, const float *bounds) {
+  const i64 h = g[0], wd = g[1], oh = g[2], ow = g[3], kh = g[4], kw = g[5], sh = g[6];
+  const i64 sw = g[7], dh = g[8], dw = g[9], pt = g[10], pl = g[11], n = g[12], c = g[13];
+  const int nt = num_threads(g[14]);
+  const float lo = bounds[0], hi = bounds[1];
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (i64 t = 0; t < n * oh; t++) {
+    const i64 b = t / oh, oy = t % oh;
+    for (i64 ox = 0; ox < ow; ox++) {
+      float *dst = y + (t * ow + ox) * c;
+      memset(dst, 0, (size_t)c * sizeof(float));
+      for (i64 ky = 0; ky < kh; ky++) {
+        const i64 iy = oy * sh + ky * dh - pt;
+        if (iy < 0 || iy >= h) continue;
+        for (i64 kx = 0; kx < kw; kx++) {
+          const i64 ix = ox * sw + kx * dw - pl;
+          if (ix < 0 || ix >= wd) continue;
+          const float *restrict s = x + ((b * h + iy) * wd + ix) * c;
+          const float *restrict wt = w + (ky * kw + kx) * c;
+          for (i64 ch = 0; ch < c; ch++) dst[ch] += wt[ch] * s[ch];
+        }
+      }
+      epilogue(dst, dst, c, bias, 1, res ? res + (t * ow + ox) * c : NULL, lo, hi);
+    }
+  }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Dense: y[M][U] = clamp(x[M][K] . w[U][K] + bias[U], lo, hi). Units are split statically
+ * over the threads, so each thread reads the same weight rows on every call (they stay in
+ * its cache when they fit).
+ */
+static float hsum(vf v) {
+  float s = 0.0f;
+  for (int l = 0; l < VW; l++) s += v[l];
+  return s;
+}
+
+void ph_dense(const float *x, const float *w, float *y, const float *bias, const i64 *g,
+              const float *bounds) {
+  const i64 m = g[0], k = g[1], u = g[2];
+  const int nt = num_threads(g[3]);
+  const i64 kv = k / (2 * VW) * (2 * VW), quads = (u + 3) / 4;
+  const float lo = bounds[0], hi = bounds[1];
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (i64 qd = 0; qd < quads; qd++) {
+    const i64 u0 = qd * 4, nu = min64(4, u - u0);
+    const float *wr[4];
+    for (i64 i = 0; i < 4; i++) wr[i] = w + (u0 + min64(i, nu - 1)) * k;
+    for (i64 r = 0; r < m; r++) {
+      const float *xr = x + r * k;
+      vf acc[4][2];
+      for (int i = 0; i < 4; i++) acc[i][0] = acc[i][1] = (vf){0};
+      for (i64 j = 0; j < kv; j += 2 * VW) {
+        const vf x0 = *(const vf *)(xr + j), x1 = *(const vf *)(xr + j + VW);
+        for (int i = 0; i < 4; i++) {
+          acc[i][0] += *(const vf *)(wr[i] + j) * x0;
+          acc[i][1] += *(const vf *)(wr[i] + j + VW) * x1;
+        }
+      }
+      float dots[4];
+      for (i64 i = 0; i < nu; i++) {
+        dots[i] = hsum(acc[i][0] + acc[i][1]);
+        for (i64 j = kv; j < k; j++) dots[i] += wr[i][j] * xr[j];
+      }
+      epilogue(y + r * u + u0, dots, nu, bias ? bias + u0 : NULL, 1, NULL, lo, hi);
+    }
+  }
+}

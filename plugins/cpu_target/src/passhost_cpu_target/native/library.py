@@ -1,0 +1,64 @@
+"""The loaded native kernel library: typed ctypes entry points, and the data addresses of
+NumPy arrays looked up cheaply (generated code passes the same arrays on every run)."""
+
+from __future__ import annotations
+
+import ctypes
+import weakref
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ABI_SYMBOL", "ABI_VERSION", "NativeLibrary", "address"]
+
+#: The C function returning the library's ABI version, and the version this module expects.
+ABI_SYMBOL = "ph_abi_version"
+ABI_VERSION = 1
+
+_P = ctypes.c_void_p
+#: Entry point name -> (argument count, all pointers; return type).
+_SIGNATURES: dict[str, tuple[int, Any]] = {
+    "ph_conv2d_nchw": (8, ctypes.c_int),
+    "ph_conv2d_nchw_scratch": (1, ctypes.c_int64),
+    "ph_depthwise_nchw": (7, ctypes.c_int),
+    "ph_depthwise_nhwc": (7, None),
+    "ph_max_pool_nchw": (3, ctypes.c_int),
+    "ph_dense": (6, None),
+}
+
+#: Bound on the address cache; it is emptied when it grows past this many arrays.
+_CACHE_LIMIT = 4096
+_addresses: dict[int, tuple[weakref.ref, int]] = {}
+
+
+class NativeLibrary:
+    """The kernel library's entry points (names without the ``ph_`` prefix), each taking
+    data addresses (ints, or None for NULL)."""
+
+    def __init__(self, cdll: ctypes.CDLL) -> None:
+        self.cdll = cdll
+        for name, (count, restype) in _SIGNATURES.items():
+            function = getattr(cdll, name)
+            function.argtypes = [_P] * count
+            function.restype = restype
+            setattr(self, name.removeprefix("ph_"), function)
+
+
+def address(array: np.ndarray) -> int:
+    """The data address of the C-contiguous float32 or int64 ``array``, cached per array
+    object while it lives (the cache holds weak references only)."""
+    entry = _addresses.get(id(array))
+    if entry is not None and entry[0]() is array:
+        return entry[1]
+    if not isinstance(array, np.ndarray) or not array.flags.c_contiguous or \
+            array.dtype.name not in ("float32", "int64"):
+        found = (f"{array.dtype.name}{list(array.shape)} (C-contiguous: "
+                 f"{array.flags.c_contiguous})" if isinstance(array, np.ndarray)
+                 else type(array).__name__)
+        raise TypeError(f"native kernel argument: expected a C-contiguous float32 or int64 "
+                        f"array, found {found}")
+    if len(_addresses) >= _CACHE_LIMIT:
+        _addresses.clear()
+    value = array.ctypes.data
+    _addresses[id(array)] = (weakref.ref(array), value)
+    return value

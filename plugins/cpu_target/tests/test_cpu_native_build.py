@@ -1,0 +1,158 @@
+"""Building and loading native kernels: the cache directory, reuse of a cached library, a
+corrupt cache entry rebuilt, processes building at once, compile failures, the ABI check,
+the one warning and the NumPy fallback when the library cannot be built, and
+``PASSHOST_CPU_NATIVE=0``. Small C sources stand in for the kernels where only the build
+machinery is under test."""
+
+from __future__ import annotations
+
+import ctypes
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cpu_helpers import assert_same, run_op, uses_native_kernel
+
+from passhost_cpu_target import native
+from passhost_cpu_target.native import build
+
+SOURCE = "int ph_abi_version(void) { return 7; }\nint twice(int x) { return 2 * x; }\n"
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.c"
+    path.write_text(SOURCE)
+    return path
+
+
+def _libraries(directory: Path) -> list[Path]:
+    return sorted(directory.glob("tiny-*"))
+
+
+def _twice(lib: ctypes.CDLL, value: int) -> int:
+    lib.twice.argtypes = [ctypes.c_int]
+    lib.twice.restype = ctypes.c_int
+    return lib.twice(value)
+
+
+def test_the_cache_directory_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("PASSHOST_CACHE_DIR", str(tmp_path / "explicit"))
+    assert build.cache_dir() == tmp_path / "explicit"
+    monkeypatch.delenv("PASSHOST_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert build.cache_dir() == tmp_path / "xdg" / "passhost"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert build.cache_dir() == tmp_path / "home" / ".cache" / "passhost"
+
+
+def test_a_built_library_is_cached_and_reused(source, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    assert _twice(build.load_or_build(source, "ph_abi_version", 7, directory=cache), 21) == 42
+    (built,) = _libraries(cache)
+    assert [p.name for p in cache.iterdir()] == [built.name]  # no temporary files left
+
+    def no_compiling(*args):
+        raise AssertionError("the cached library should have been reused")
+
+    monkeypatch.setattr(build, "_compile", no_compiling)
+    assert _twice(build.load_or_build(source, "ph_abi_version", 7, directory=cache), 4) == 8
+    assert _libraries(cache) == [built]
+
+
+def test_an_edited_source_builds_a_new_library(source, tmp_path):
+    cache = tmp_path / "cache"
+    build.load_or_build(source, "ph_abi_version", 7, directory=cache)
+    source.write_text(SOURCE + "int thrice(int x) { return 3 * x; }\n")
+    lib = build.load_or_build(source, "ph_abi_version", 7, directory=cache)
+    assert len(_libraries(cache)) == 2 and lib.thrice(2) == 6
+
+
+def _load_in_subprocess(source: Path, cache: Path) -> subprocess.Popen:
+    code = ("import sys; from pathlib import Path; "
+            "from passhost_cpu_target.native.build import load_or_build; "
+            "lib = load_or_build(Path(sys.argv[1]), 'ph_abi_version', 7, "
+            "directory=Path(sys.argv[2])); print(lib.twice(5))")
+    return subprocess.Popen([sys.executable, "-c", code, str(source), str(cache)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finish(process: subprocess.Popen) -> str:
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    return out.strip()
+
+
+def test_a_corrupt_cache_entry_is_rebuilt(source, tmp_path):
+    cache = tmp_path / "cache"
+    assert _finish(_load_in_subprocess(source, cache)) == "10"
+    (built,) = _libraries(cache)
+    built.write_bytes(b"not a shared library")
+    assert _finish(_load_in_subprocess(source, cache)) == "10"
+    assert _libraries(cache) == [built] and built.read_bytes()[:4] != b"not "
+
+
+def test_processes_building_at_once_share_one_library(source, tmp_path):
+    cache = tmp_path / "cache"
+    processes = [_load_in_subprocess(source, cache) for _ in range(3)]
+    assert [_finish(p) for p in processes] == ["10"] * 3
+    assert len(_libraries(cache)) == 1 and len(list(cache.iterdir())) == 1
+
+
+def test_a_source_that_does_not_compile_names_the_compiler_error(tmp_path):
+    bad = tmp_path / "bad.c"
+    bad.write_text("int ph_abi_version(void) { return 7 }\n")
+    with pytest.raises(build.NativeBuildError, match="error: expected"):
+        build.load_or_build(bad, "ph_abi_version", 7, directory=tmp_path / "cache")
+    assert not any((tmp_path / "cache").iterdir())
+
+
+def test_a_library_with_another_abi_is_refused(source, tmp_path):
+    with pytest.raises(build.NativeBuildError, match="another ABI"):
+        build.load_or_build(source, "ph_abi_version", 8, directory=tmp_path / "cache")
+
+
+def test_a_missing_compiler_is_reported(source, tmp_path):
+    with pytest.raises(build.NativeBuildError, match="does not run"):
+        build.load_or_build(source, "ph_abi_version", 7, directory=tmp_path / "cache",
+                            compiler=str(tmp_path / "no-such-cc"))
+
+
+@pytest.fixture
+def failing_build(monkeypatch):
+    """The kernel library cannot be built (for this test; the real one is reloaded after)."""
+
+    def fail(*args, **kwargs):
+        raise build.NativeBuildError("no C compiler found")
+
+    monkeypatch.setattr(native, "load_or_build", fail)
+    native.library.cache_clear()
+    yield
+    native.library.cache_clear()
+
+
+def test_a_failed_build_warns_once_and_the_numpy_kernels_run(failing_build):
+    data = np.random.default_rng(0).uniform(-1, 1, (1, 3, 6, 6)).astype("float32")
+    weight = np.random.default_rng(1).uniform(-1, 1, (4, 3, 3, 3)).astype("float32")
+    with pytest.warns(native.NativeKernelWarning, match="no C compiler found"):
+        got, expected, source = run_op("nn.conv2d", {}, [data, weight])
+    assert "_conv2d_gemm(" in source and not uses_native_kernel(source)
+    assert_same(got, expected, atol=1e-5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert native.library() is None
+
+
+@pytest.mark.parametrize(("setting", "native_used"), [("0", False), ("off", False),
+                                                      ("1", True)])
+def test_the_environment_variable_turns_native_kernels_off(monkeypatch, setting, native_used):
+    monkeypatch.setenv(native.ENV_VAR, setting)
+    data = np.random.default_rng(2).uniform(-1, 1, (1, 8, 5, 5)).astype("float32")
+    weight = np.random.default_rng(3).uniform(-1, 1, (8, 1, 3, 3)).astype("float32")
+    got, expected, source = run_op("nn.conv2d", {"groups": 8, "padding": 1}, [data, weight])
+    assert uses_native_kernel(source) == native_used
+    assert_same(got, expected, atol=1e-5)

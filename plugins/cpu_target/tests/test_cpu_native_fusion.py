@@ -1,0 +1,156 @@
+"""Epilogues: the elementwise calls after a convolution or dense layer that its native
+kernel applies while writing the output. Which calls are absorbed (per-channel bias,
+residual, a final relu or clip) and which are not; and fused functions give the numbers of
+the same calls run one by one with the reference kernels."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from cpu_helpers import assert_same, compile_funcs, prim_func
+
+from passhost.backend.kernel_call import KernelCall, kernel_call
+from passhost.relay.op.registry import get_op
+from passhost.tir.function import decl_buffer
+from passhost.tir.stmt import SeqStmt
+from passhost_cpu_target.epilogue import Epilogue, match_epilogue
+
+RNG = np.random.default_rng(5)
+OUT = decl_buffer((1, 4, 3, 3), "float32", "T")
+BIAS = decl_buffer((4, 1, 1), "float32", "bias")
+RESIDUAL = decl_buffer((1, 4, 3, 3), "float32", "res")
+
+
+def _call(name, outputs, inputs, attrs=None):
+    op = get_op(name)
+    return KernelCall(name, op.make_attrs(attrs or {}), tuple(outputs), tuple(inputs))
+
+
+def _relu():
+    return _call("nn.relu", [OUT], [OUT])
+
+
+def test_bias_residual_and_clip_are_absorbed_in_order():
+    calls = [_call("add", [OUT], [OUT, BIAS]), _call("add", [OUT], [RESIDUAL, OUT]),
+             _call("clip", [OUT], [OUT], {"a_min": 0.0, "a_max": 6.0})]
+    assert match_epilogue(OUT, calls, 1) == Epilogue(BIAS, RESIDUAL, 0.0, 6.0, 3)
+
+
+def test_a_residual_may_come_before_the_bias_and_relu_ends_the_epilogue():
+    calls = [_call("add", [OUT], [OUT, RESIDUAL]), _call("add", [OUT], [OUT, BIAS]), _relu(),
+             _call("add", [OUT], [OUT, BIAS])]
+    assert match_epilogue(OUT, calls, 1) == Epilogue(BIAS, RESIDUAL, 0.0, math.inf, 3)
+
+
+def test_bias_add_along_the_channel_axis_is_a_bias():
+    bias = decl_buffer((4,), "float32", "b")
+    calls = [_call("nn.bias_add", [OUT], [OUT, bias], {"axis": 1})]
+    assert match_epilogue(OUT, calls, 1) == Epilogue(bias, calls=1)
+    assert match_epilogue(OUT, [_call("nn.bias_add", [OUT], [OUT, bias], {"axis": 3})],
+                          1) == Epilogue()
+
+
+@pytest.mark.parametrize("call", [
+    _call("multiply", [OUT], [OUT, BIAS]),
+    _call("add", [OUT], [OUT, decl_buffer((3,), "float32", "not_per_channel")]),
+    _call("add", [OUT], [OUT, OUT]),
+    _call("add", [decl_buffer((1, 4, 3, 3), "float32", "other")], [OUT, BIAS]),
+    _call("nn.relu", [OUT], [decl_buffer((1, 4, 3, 3), "float32", "other")]),
+    _call("add", [decl_buffer((1, 4, 3, 3), "float64", "T64")],
+          [decl_buffer((1, 4, 3, 3), "float64", "T64"), decl_buffer((4, 1, 1), "float64", "b")]),
+])
+def test_calls_that_are_not_epilogues_stop_the_match(call):
+    assert match_epilogue(OUT, [call, _relu()], 1) == Epilogue()
+
+
+def test_a_second_bias_and_a_residual_the_kernel_cannot_take_stop_the_match():
+    calls = [_call("add", [OUT], [OUT, BIAS]), _call("add", [OUT], [OUT, BIAS])]
+    assert match_epilogue(OUT, calls, 1) == Epilogue(BIAS, calls=1)
+    assert match_epilogue(OUT, [_call("add", [OUT], [OUT, RESIDUAL])], 1,
+                          residual=False) == Epilogue()
+
+
+def _fused(producer, producer_attrs, inputs, steps, num_threads=0):
+    """Compile one PrimFunc calling ``producer`` then ``steps`` ((name, attrs, extra input
+    or None, output first?)) in place on its output; run it and the reference kernels one
+    by one. Returns (generated output, reference output, source)."""
+    op = get_op(producer)
+    attrs = op.make_attrs(producer_attrs)
+    expected = op.evaluate(attrs, *inputs)
+    bufs = [decl_buffer(a.shape, a.dtype.name, f"x{i}") for i, a in enumerate(inputs)]
+    out = decl_buffer(expected.shape, expected.dtype.name, "T")
+    body = [kernel_call(producer, attrs, [out], bufs)]
+    arrays = list(inputs)
+    for i, (name, step_attrs, extra, extra_first) in enumerate(steps):
+        step_op = get_op(name)
+        step = step_op.make_attrs(step_attrs or {})
+        if extra is None:
+            body.append(kernel_call(name, step, [out], [out]))
+            expected = step_op.evaluate(step, expected)
+            continue
+        buf = decl_buffer(extra.shape, extra.dtype.name, f"e{i}")
+        bufs.append(buf)
+        arrays.append(extra)
+        operands = [buf, out] if extra_first else [out, buf]
+        body.append(kernel_call(name, step, [out], operands))
+        values = [extra, expected] if extra_first else [expected, extra]
+        expected = step_op.evaluate(step, *values)
+    module = compile_funcs({"f": prim_func([*bufs, out], SeqStmt(body))}, num_threads)
+    got = np.full(out.shape, 7, out.dtype)
+    module.get_function("f")(*arrays, got)
+    return got, expected, module.get_source()
+
+
+def _body(source):
+    return source.split("def f(")[1]
+
+
+@pytest.mark.parametrize("threads", [0, 1, 2])
+def test_conv_bias_residual_relu_run_as_one_native_call(threads):
+    data, weight = RNG.uniform(-1, 1, (1, 6, 9, 9)), RNG.uniform(-1, 1, (70, 6, 3, 3))
+    bias, res = RNG.uniform(-1, 1, (70, 1, 1)), RNG.uniform(-1, 1, (1, 70, 9, 9))
+    got, expected, source = _fused(
+        "nn.conv2d", {"padding": (1, 1, 1, 1)},
+        [data.astype("float32"), weight.astype("float32")],
+        [("add", None, bias.astype("float32"), False), ("add", None, res.astype("float32"), True),
+         ("nn.relu", None, None, False)], threads)
+    body = _body(source)
+    assert body.count("\n    ") == 1 and "_conv2d_nchw(T, x0, x1, e0, e1," in body
+    assert_same([got], [expected], atol=1e-5)
+
+
+def test_depthwise_bias_and_clip_fuse_in_nhwc():
+    data, weight = RNG.uniform(-1, 1, (2, 7, 7, 20)), RNG.uniform(-2, 2, (3, 3, 20, 1))
+    bias = RNG.uniform(-1, 1, (20,))
+    got, expected, source = _fused(
+        "nn.conv2d", {"groups": 20, "padding": (1, 1, 1, 1), "data_layout": "NHWC",
+                      "kernel_layout": "HWOI"},
+        [data.astype("float32"), weight.astype("float32")],
+        [("add", None, bias.astype("float32"), False),
+         ("clip", {"a_min": -0.5, "a_max": 0.5}, None, False)])
+    assert _body(source).count("\n    ") == 1
+    assert_same([got], [expected], atol=1e-5)
+
+
+def test_dense_bias_relu_fuse_and_what_follows_the_clamp_stays():
+    x, w, b = RNG.uniform(-1, 1, (2, 40)), RNG.uniform(-1, 1, (9, 40)), RNG.uniform(-1, 1, (9,))
+    got, expected, source = _fused(
+        "nn.dense", {}, [x.astype("float32"), w.astype("float32")],
+        [("nn.bias_add", {"axis": 1}, b.astype("float32"), False), ("nn.relu", None, None, False),
+         ("add", None, b.astype("float32"), False)])
+    body = _body(source)
+    assert "_dense(T, x0, x1, e0," in body and "_add(T, T, e2)" in body
+    assert_same([got], [expected], atol=1e-5)
+
+
+def test_without_native_kernels_every_call_is_emitted(numpy_kernels):
+    data, weight = RNG.uniform(-1, 1, (1, 3, 5, 5)), RNG.uniform(-1, 1, (4, 3, 3, 3))
+    bias = RNG.uniform(-1, 1, (4, 1, 1))
+    got, expected, source = _fused(
+        "nn.conv2d", {}, [data.astype("float32"), weight.astype("float32")],
+        [("add", None, bias.astype("float32"), False), ("nn.relu", None, None, False)])
+    body = _body(source)
+    assert "_conv2d_gemm(" in body and "_add(" in body and "_relu(" in body
+    assert_same([got], [expected], atol=1e-5)

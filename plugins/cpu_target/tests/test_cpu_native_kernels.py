@@ -1,0 +1,164 @@
+"""The native kernels agree with each operator's reference kernel (passhost's NumPy
+interpreter kernels): NCHW convolution over groups, strides, padding, dilation and kernel
+layouts, including the Winograd path of 3x3 stride-1 convolutions with large outputs;
+depthwise convolution in NCHW and NHWC (large and small planes); NCHW max pooling; dense
+layers; all at 1, 2 and all threads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cpu_helpers import assert_same, run_op, uses_fast_kernel, uses_native_kernel
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+SETTINGS = settings(max_examples=40, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+RNG = np.random.default_rng(11)
+THREADS = st.sampled_from([0, 1, 2])
+KERNEL_LAYOUTS = ["OIHW", "HWIO", "OHWI", "HWOI"]
+
+
+def _data(shape):
+    return RNG.uniform(-1, 1, shape).astype("float32")
+
+
+def _weight(o, i, kh, kw, layout):
+    sizes = {"O": o, "I": i, "H": kh, "W": kw}
+    return _data(tuple(sizes[d] for d in layout))
+
+
+def _size(draw, k, dilation, pad_a, pad_b, most):
+    """An input extent the window fits in."""
+    return draw(st.integers(max(1, dilation * (k - 1) + 1 - pad_a - pad_b), most))
+
+
+@st.composite
+def window_attrs(draw, most=3):
+    """Strides, dilation and padding of a window of up to ``most`` x ``most`` taps."""
+    kh, kw = draw(st.integers(1, most)), draw(st.integers(1, most))
+    attrs = {"strides": (draw(st.integers(1, 3)), draw(st.integers(1, 3))),
+             "dilation": (draw(st.integers(1, 2)), draw(st.integers(1, 2))),
+             "padding": tuple(draw(st.integers(0, 2)) for _ in range(4))}
+    return kh, kw, attrs
+
+
+@st.composite
+def nchw_conv_case(draw):
+    kh, kw, attrs = draw(window_attrs())
+    groups = draw(st.integers(1, 3))
+    c, o = groups * draw(st.integers(1, 5)), groups * draw(st.integers(1, 20))
+    (dh, dw), pad = attrs["dilation"], attrs["padding"]
+    h, w = _size(draw, kh, dh, pad[0], pad[2], 12), _size(draw, kw, dw, pad[1], pad[3], 12)
+    layout = draw(st.sampled_from(KERNEL_LAYOUTS))
+    attrs.update(groups=groups, kernel_layout=layout)
+    n = draw(st.integers(1, 2))
+    return attrs, _data((n, c, h, w)), _weight(o, c // groups, kh, kw, layout)
+
+
+@SETTINGS
+@given(case=nchw_conv_case(), threads=THREADS)
+def test_nchw_conv2d(case, threads):
+    attrs, data, weight = case
+    got, expected, source = run_op("nn.conv2d", attrs, [data, weight], num_threads=threads)
+    assert uses_native_kernel(source) and uses_fast_kernel(source)
+    assert_same(got, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("n", "c", "o", "h", "w", "padding"), [
+    (1, 16, 8, 20, 20, (1, 1, 1, 1)),
+    (2, 24, 20, 21, 25, (1, 0, 0, 1)),
+    (1, 17, 150, 40, 33, (2, 1, 0, 2)),
+])
+def test_winograd_sized_3x3_convolutions(threads, n, c, o, h, w, padding):
+    """3x3 stride-1 convolutions with at least 400 outputs per channel (the Winograd path),
+    odd output sizes and more output channels than one task holds included."""
+    data, weight = _data((n, c, h, w)), _data((o, c, 3, 3))
+    got, expected, source = run_op("nn.conv2d", {"padding": padding}, [data, weight],
+                                   num_threads=threads)
+    assert uses_native_kernel(source)
+    assert_same(got, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_wide_conv_packs_columns_for_every_chunk_of_output_channels(threads):
+    """More output channels per group than one task holds (the shared packed-column
+    scratch), two images, two groups, a partial last column block."""
+    data, weight = _data((2, 12, 9, 7)), _data((300, 6, 3, 3))
+    attrs = {"padding": (1, 2, 0, 1), "strides": (1, 2), "groups": 2}
+    got, expected, _ = run_op("nn.conv2d", attrs, [data, weight], num_threads=threads)
+    assert_same(got, expected, atol=1e-5)
+
+
+@st.composite
+def depthwise_case(draw):
+    kh, kw, attrs = draw(window_attrs())
+    c = draw(st.integers(2, 40))
+    (dh, dw), pad = attrs["dilation"], attrs["padding"]
+    h, w = _size(draw, kh, dh, pad[0], pad[2], 26), _size(draw, kw, dw, pad[1], pad[3], 26)
+    layout = draw(st.sampled_from(["NCHW", "NHWC"]))
+    kernel_layout = draw(st.sampled_from(["OIHW", "HWOI", "HWIO", "OHWI"]))
+    attrs.update(groups=c, data_layout=layout, kernel_layout=kernel_layout)
+    n = draw(st.integers(1, 2))
+    data = _data((n, c, h, w) if layout == "NCHW" else (n, h, w, c))
+    return attrs, data, _weight(c, 1, kh, kw, kernel_layout)
+
+
+@SETTINGS
+@given(case=depthwise_case(), threads=THREADS)
+def test_depthwise_conv2d(case, threads):
+    attrs, data, weight = case
+    got, expected, source = run_op("nn.conv2d", attrs, [data, weight], num_threads=threads)
+    assert "native_kernels.depthwise_conv2d" in source
+    assert_same(got, expected, atol=1e-5)
+
+
+@st.composite
+def max_pool_case(draw):
+    kh, kw, attrs = draw(window_attrs())
+    attrs.update(pool_size=(kh, kw), ceil_mode=draw(st.booleans()))
+    dh, dw = attrs["dilation"]
+    h, w = draw(st.integers(dh * (kh - 1) + 1, 20)), draw(st.integers(dw * (kw - 1) + 1, 20))
+    return attrs, _data((2, 3, h, w)) * 100
+
+
+@SETTINGS
+@given(case=max_pool_case(), threads=THREADS)
+def test_nchw_max_pool2d(case, threads):
+    attrs, data = case
+    got, expected, source = run_op("nn.max_pool2d", attrs, [data], num_threads=threads)
+    assert "native_kernels.max_pool2d_nchw" in source
+    assert_same(got, expected, rtol=0, atol=0)
+
+
+def test_max_pool2d_propagates_nan():
+    data = _data((1, 2, 6, 6))
+    data[0, 1, 2, 3] = np.nan
+    got, expected, _ = run_op("nn.max_pool2d", {"pool_size": (3, 3), "padding": (1, 1, 1, 1)},
+                              [data])
+    assert np.isnan(got[0][0, 1]).sum() == np.isnan(expected[0][0, 1]).sum() > 0
+    assert_same(got, expected, rtol=0, atol=0)
+
+
+@SETTINGS
+@given(rows=st.integers(1, 8), k=st.integers(1, 70), units=st.integers(1, 21),
+       threads=THREADS)
+def test_dense(rows, k, units, threads):
+    x, w = _data((rows, k)), _data((units, k))
+    got, expected, source = run_op("nn.dense", {"units": units}, [x, w], num_threads=threads)
+    assert "native_kernels.dense" in source
+    assert_same(got, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize(("name", "attrs", "inputs"), [
+    ("nn.conv2d", {}, [np.ones((1, 2, 3, 3), "float64"), np.ones((2, 2, 1, 1), "float64")]),
+    ("nn.conv2d", {"data_layout": "NHWC", "kernel_layout": "HWIO"},
+     [_data((1, 3, 3, 2)), _data((1, 1, 2, 4))]),
+    ("nn.max_pool2d", {"pool_size": 2, "layout": "NHWC"}, [_data((1, 4, 4, 2))]),
+    ("nn.dense", {}, [_data((9, 3)), _data((2, 3))]),
+])
+def test_calls_no_native_kernel_fits_use_the_numpy_kernels(name, attrs, inputs):
+    got, expected, source = run_op(name, attrs, inputs)
+    assert not uses_native_kernel(source) and uses_fast_kernel(source)
+    assert_same(got, expected, atol=1e-5)
