@@ -134,6 +134,46 @@ def test_depthwise_bias_and_clip_fuse_in_nhwc():
     assert_same([got], [expected], atol=1e-5)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("h", "w", "stride"), [(19, 37, 1), (21, 70, 1), (40, 75, 2),
+                                                (20, 160, 2)])
+def test_nchw_depthwise_on_large_planes_applies_bias_residual_and_clip(threads, h, w, stride):
+    """Planes of more than 256 outputs (the phase-plane path), rows of whole and partial
+    vectors and of more than one 64-output segment, the epilogue applied from the registers."""
+    c = 5
+    data, weight = RNG.uniform(-1, 1, (2, c, h, w)), RNG.uniform(-2, 2, (c, 1, 3, 3))
+    oh, ow = (h - 1) // stride + 1, (w - 1) // stride + 1
+    bias, res = RNG.uniform(-1, 1, (c, 1, 1)), RNG.uniform(-1, 1, (2, c, oh, ow))
+    got, expected, source = _fused(
+        "nn.conv2d", {"groups": c, "padding": (1, 1, 1, 1), "strides": (stride, stride)},
+        [data.astype("float32"), weight.astype("float32")],
+        [("add", None, bias.astype("float32"), False), ("add", None, res.astype("float32"), True),
+         ("clip", {"a_min": -0.5, "a_max": 1.5}, None, False)], threads)
+    assert _body(source).count("\n    ") == 1 and "depthwise_conv2d" in source
+    assert_same([got], [expected], atol=1e-5)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("hw", "stride", "pad"), [(14, 1, 1), (7, 1, 1), (13, 2, 1), (14, 2, 0),
+                                                   (4, 1, 1)])
+def test_nchw_depthwise_on_small_planes_applies_bias_residual_and_clip(threads, hw, stride,
+                                                                        pad):
+    """Planes of at most 256 outputs (channels transposed in blocks): a partial block of
+    channels, inputs the windows use in full or in part, outputs in whole and partial
+    vectors of positions."""
+    c = 21
+    data, weight = RNG.uniform(-1, 1, (2, c, hw, hw)), RNG.uniform(-2, 2, (c, 1, 3, 3))
+    out = (hw + 2 * pad - 3) // stride + 1
+    bias, res = RNG.uniform(-1, 1, (c, 1, 1)), RNG.uniform(-1, 1, (2, c, out, out))
+    got, expected, source = _fused(
+        "nn.conv2d", {"groups": c, "padding": (pad,) * 4, "strides": (stride, stride)},
+        [data.astype("float32"), weight.astype("float32")],
+        [("add", None, bias.astype("float32"), False), ("add", None, res.astype("float32"), True),
+         ("clip", {"a_min": -0.5, "a_max": 1.5}, None, False)], threads)
+    assert _body(source).count("\n    ") == 1 and "depthwise_conv2d" in source
+    assert_same([got], [expected], atol=1e-5)
+
+
 def test_dense_bias_relu_fuse_and_what_follows_the_clamp_stays():
     x, w, b = RNG.uniform(-1, 1, (2, 40)), RNG.uniform(-1, 1, (9, 40)), RNG.uniform(-1, 1, (9,))
     got, expected, source = _fused(

@@ -494,6 +494,10 @@ static int conv2d_winograd(const conv_geom *cv, const float *x, const float *w, 
   return failed ? -1 : 0;
 }
 
+/* Whether the threads pack all columns first (several chunks of output channels share them);
+ * never for 1x1 convolutions, whose full column blocks are read straight from the data. */
+static int shared_cols(const conv_geom *cv) { return cv->chunks > 1 && !direct_conv(cv); }
+
 /* Floats of the `cols` scratch ph_conv2d_nchw needs for geometry g (0: none). */
 i64 ph_conv2d_nchw_scratch(const i64 *g) {
   const conv_geom cv = conv_geometry(g);
@@ -501,7 +505,7 @@ i64 ph_conv2d_nchw_scratch(const i64 *g) {
     const wino_geom wn = wino_geometry(&cv);
     return 16 * cv.o * cv.c + cv.c * 4 * wn.wg.phase + NR; /* slack: whole-vector reads */
   }
-  return cv.chunks > 1 ? cv.blocks * cv.k * NR : 0;
+  return shared_cols(&cv) ? cv.blocks * cv.k * NR : 0;
 }
 
 int ph_conv2d_nchw(const float *x, const float *w, float *y, const float *bias,
@@ -510,7 +514,7 @@ int ph_conv2d_nchw(const float *x, const float *w, float *y, const float *bias,
   const int nt = num_threads(g[16]);
   if (use_winograd(&cv)) return conv2d_winograd(&cv, x, w, y, bias, res, cols, nt, bounds[0],
                                                 bounds[1]);
-  const int shared = cv.chunks > 1;
+  const int shared = shared_cols(&cv);
   i64 *ranges = malloc(sizeof(i64) * 2 * (size_t)(cv.kw + cv.kh));
   if (!ranges) return -1;
   cv.ox_range = ranges;
@@ -612,26 +616,55 @@ static window_job *window_job_new(const i64 *g, i64 c) {
   return job;
 }
 
+/* One output row segment of n <= nv * VW outputs from the phase planes, through the
+ * epilogue straight from the registers (a partial last vector through `tmp`). Inlined with
+ * a constant nv so that the sums stay in registers. */
+static inline __attribute__((always_inline)) void depthwise_segment(
+    const window_job *job, const float *src, const float *wc, i64 n, float *dst,
+    const float *bias, const float *res, float *tmp, const int nv) {
+  const i64 taps = job->wg.kh * job->wg.kw;
+  vf a[4] = {{0}, {0}, {0}, {0}};
+  for (i64 tap = 0; tap < taps; tap++) {
+    const float *s = src + job->off[tap];
+    const float wt = wc[tap];
+    for (int v = 0; v < nv; v++) a[v] += wt * *(const vf *)(s + v * VW);
+  }
+  const vf lo = (vf){0} + job->lo, hi = (vf){0} + job->hi;
+  const vf b = (vf){0} + (bias ? *bias : 0.0f);
+  for (int v = 0; v < nv; v++) {
+    const i64 left = n - v * VW;
+    if (left < VW) {
+      *(vf *)tmp = a[v];
+      epilogue(dst + v * VW, tmp, left, bias, 0, res ? res + v * VW : NULL, job->lo, job->hi);
+      return;
+    }
+    vf r = a[v] + b;
+    if (res) r += *(const vf *)(res + v * VW);
+    *(vf *)(dst + v * VW) = vclamp(r, lo, hi);
+  }
+}
+
 static void depthwise_plane(const void *ctx, i64 t, float *buf) {
   const window_job *job = ctx;
   const window_geom *wg = &job->wg;
-  const i64 taps = wg->kh * wg->kw, ch = t % job->c;
-  const float *wc = job->w + ch * taps;
-  float *acc = buf + wg->acc;
+  const i64 ch = t % job->c;
+  const float *wc = job->w + ch * wg->kh * wg->kw, *bias = job->bias ? job->bias + ch : NULL;
+  float *tmp = buf + wg->acc;
   phase_planes(buf, job->x + t * wg->h * wg->w, wg, 0.0f);
-  for (i64 p = 0; p < wg->wide; p += BLOCK) {
-    vf a[4] = {{0}, {0}, {0}, {0}};
-    for (i64 tap = 0; tap < taps; tap++) {
-      const float *s = buf + job->off[tap] + p;
-      const float wt = wc[tap];
-      for (int v = 0; v < 4; v++) a[v] += wt * *(const vf *)(s + v * VW);
-    }
-    for (int v = 0; v < 4; v++) *(vf *)(acc + p + v * VW) = a[v];
-  }
   for (i64 oy = 0; oy < wg->oh; oy++) {
     const i64 at = (t * wg->oh + oy) * wg->ow;
-    epilogue(job->y + at, acc + oy * wg->wq, wg->ow, job->bias ? job->bias + ch : NULL, 0,
-             job->res ? job->res + at : NULL, job->lo, job->hi);
+    const float *src = buf + oy * wg->wq, *res = job->res ? job->res + at : NULL;
+    float *dst = job->y + at;
+    for (i64 ox = 0; ox < wg->ow; ox += BLOCK) {
+      const i64 n = min64(BLOCK, wg->ow - ox);
+      const float *r = res ? res + ox : NULL;
+      switch ((n + VW - 1) / VW) {
+        case 1: depthwise_segment(job, src + ox, wc, n, dst + ox, bias, r, tmp, 1); break;
+        case 2: depthwise_segment(job, src + ox, wc, n, dst + ox, bias, r, tmp, 2); break;
+        case 3: depthwise_segment(job, src + ox, wc, n, dst + ox, bias, r, tmp, 3); break;
+        default: depthwise_segment(job, src + ox, wc, n, dst + ox, bias, r, tmp, 4);
+      }
+    }
   }
 }
 
@@ -649,6 +682,35 @@ static i64 small_cols(const window_geom *wg) {
   return (wg->ow - 1) * wg->sw + (wg->kw - 1) * wg->dw + 1;
 }
 
+/* Transposes the VW x VW block of rows r in place (r[i][k] becomes r[k][i]): log2(VW)
+ * rounds, each exchanging the off-diagonal halves of d x d sub-blocks. */
+static inline __attribute__((always_inline)) void transpose_block(vf *r) {
+#if defined(__clang__)
+  float t[VW][VW];
+  for (int i = 0; i < VW; i++)
+    for (int k = 0; k < VW; k++) t[k][i] = r[i][k];
+  for (int i = 0; i < VW; i++)
+    for (int k = 0; k < VW; k++) r[i][k] = t[i][k];
+#else
+#pragma GCC unroll 4
+  for (int d = VW / 2; d >= 1; d /= 2) {
+    vi ma, mb;
+#pragma GCC unroll 16
+    for (int k = 0; k < VW; k++) {
+      ma[k] = (k & d) ? VW + k - d : k;
+      mb[k] = (k & d) ? VW + k : k + d;
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < VW; i++) {
+      if (i & d) continue;
+      const vf a = r[i], b = r[i + d];
+      r[i] = __builtin_shuffle(a, b, ma);
+      r[i + d] = __builtin_shuffle(a, b, mb);
+    }
+  }
+#endif
+}
+
 static void depthwise_small_group(const void *ctx, i64 t, float *buf) {
   const window_job *job = ctx;
   const window_geom *wg = &job->wg;
@@ -657,9 +719,24 @@ static void depthwise_small_group(const void *ctx, i64 t, float *buf) {
   const i64 hp = small_rows(wg), wp = small_cols(wg), plane = wg->h * wg->w;
   const i64 outs = wg->oh * wg->ow;
   float *in = buf, *out = buf + hp * wp * VW, *wt = out + outs * VW, *column = wt + taps * VW;
+  const float *x = job->x + (b * job->c + c0) * plane;
+  /* when every input element is used: whole vectors of positions, then one by one */
+  const int all = hp - wg->pt >= wg->h && wp - wg->pl >= wg->w;
+  const i64 direct = all ? plane / VW * VW : 0;
+  for (i64 p = 0, iy = 0, ix = 0; p < direct; p += VW) {
+    vf r[VW];
+    for (i64 j = 0; j < VW; j++) r[j] = j < nc ? *(const vf *)(x + j * plane + p) : (vf){0};
+    transpose_block(r);
+    for (i64 k = 0; k < VW; k++) {
+      *(vf *)(in + ((iy + wg->pt) * wp + ix + wg->pl) * VW) = r[k];
+      if (++ix == wg->w) { ix = 0; iy++; }
+    }
+  }
   for (i64 j = 0; j < nc; j++) {
-    const float *src = job->x + (b * job->c + c0 + j) * plane;
-    for (i64 iy = max64(0, -wg->pt); iy < min64(wg->h, hp - wg->pt); iy++)
+    const float *src = x + j * plane;
+    for (i64 p = direct; all && p < plane; p++)
+      in[((p / wg->w + wg->pt) * wp + p % wg->w + wg->pl) * VW + j] = src[p];
+    for (i64 iy = max64(0, -wg->pt); !all && iy < min64(wg->h, hp - wg->pt); iy++)
       for (i64 ix = max64(0, -wg->pl); ix < min64(wg->w, wp - wg->pl); ix++)
         in[((iy + wg->pt) * wp + ix + wg->pl) * VW + j] = src[iy * wg->w + ix];
     for (i64 tap = 0; tap < taps; tap++) wt[tap * VW + j] = job->w[(c0 + j) * taps + tap];
@@ -690,10 +767,23 @@ static void depthwise_small_group(const void *ctx, i64 t, float *buf) {
       *(vf *)(out + (oy * wg->ow + ox) * VW) = acc;
     }
   }
-  for (i64 j = 0; j < nc; j++) {
-    const i64 ch = c0 + j, at = (b * job->c + ch) * outs;
-    for (i64 p = 0; p < outs; p++) column[p] = out[p * VW + j];
-    epilogue(job->y + at, column, outs, job->bias ? job->bias + ch : NULL, 0,
+  const i64 whole = outs / VW * VW, at0 = (b * job->c + c0) * outs;
+  const vf lo = (vf){0} + job->lo, hi = (vf){0} + job->hi;
+  for (i64 p = 0; p < whole; p += VW) { /* whole vectors of positions, transposed back */
+    vf r[VW];
+    for (i64 k = 0; k < VW; k++) r[k] = *(const vf *)(out + (p + k) * VW);
+    transpose_block(r);
+    for (i64 j = 0; j < nc; j++) {
+      const i64 at = at0 + j * outs + p;
+      vf v = r[j] + (job->bias ? job->bias[c0 + j] : 0.0f);
+      if (job->res) v += *(const vf *)(job->res + at);
+      *(vf *)(job->y + at) = vclamp(v, lo, hi);
+    }
+  }
+  for (i64 j = 0; j < nc && whole < outs; j++) {
+    const i64 ch = c0 + j, at = at0 + j * outs + whole;
+    for (i64 p = whole; p < outs; p++) column[p - whole] = out[p * VW + j];
+    epilogue(job->y + at, column, outs - whole, job->bias ? job->bias + ch : NULL, 0,
              job->res ? job->res + at : NULL, job->lo, job->hi);
   }
 }
