@@ -18,8 +18,8 @@ NumPy, one array per operator). Last, the compile time of ResNet-18 from ONNX
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -172,7 +172,10 @@ def _compile_time() -> None:
 def main() -> None:
     """Print the race against onnxruntime and PyTorch, the interpreter comparison on zoo
     models, then the compile time."""
-    quick = "--quick" in sys.argv
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="5 runs per measurement instead of 20, and fewer zoo models")
+    quick = parser.parse_args().quick
     repeat = 5 if quick else 20
     if importlib.util.find_spec("torch") is None:
         print("torch is not installed: the PyTorch eager column is skipped")
