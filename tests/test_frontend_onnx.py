@@ -130,7 +130,9 @@ def test_initializers_become_params_and_other_inputs_data():
 
 
 # -- single operators ----------------------------------------------------------------------------
-@pytest.mark.parametrize("attrs, wshape", [
+#: Conv attributes and weight shapes over every padding, stride, dilation and group form
+#: (also used by the QLinearConv tests).
+CONV_CASES = [
     ({}, (4, 6, 3, 3)),
     ({"pads": [1, 2, 0, 1], "strides": [2, 1]}, (4, 6, 3, 3)),
     ({"dilations": [2, 3], "pads": [2, 2, 2, 2]}, (4, 6, 3, 3)),
@@ -138,7 +140,10 @@ def test_initializers_become_params_and_other_inputs_data():
     ({"group": 6, "auto_pad": "SAME_UPPER", "strides": [2, 2]}, (6, 1, 3, 3)),
     ({"auto_pad": "SAME_LOWER", "strides": [3, 2]}, (4, 6, 4, 2)),
     ({"auto_pad": "VALID", "strides": [2, 2]}, (4, 6, 2, 3)),
-])
+]
+
+
+@pytest.mark.parametrize("attrs, wshape", CONV_CASES)
 @pytest.mark.parametrize("bias", [False, True])
 def test_conv(attrs, wshape, bias):
     init = {"w": rand(*wshape)}

@@ -22,7 +22,13 @@ from onnx import helper  # noqa: E402
 
 from passhost.frontend import OnnxImportError, from_onnx  # noqa: E402
 from passhost.relay.visitor import post_order  # noqa: E402
-from test_frontend_onnx import make_model, node, run_onnxruntime, run_passhost  # noqa: E402
+from test_frontend_onnx import (  # noqa: E402
+    CONV_CASES,
+    make_model,
+    node,
+    run_onnxruntime,
+    run_passhost,
+)
 
 RNG = np.random.default_rng(20261123)
 
@@ -142,15 +148,6 @@ def qlinear_conv_model(x, w, attrs, *, x_zp, w_scale, w_zp, y_zp, bias=None):
     return make_model(nodes, {"x": x}, init)
 
 
-CONV_CASES = [
-    ({}, (4, 6, 3, 3)),
-    ({"pads": [1, 2, 0, 1], "strides": [2, 1]}, (4, 6, 3, 3)),
-    ({"dilations": [2, 3], "pads": [2, 2, 2, 2]}, (4, 6, 3, 3)),
-    ({"group": 3}, (6, 2, 3, 3)),
-    ({"group": 6, "auto_pad": "SAME_UPPER", "strides": [2, 2]}, (6, 1, 3, 3)),
-    ({"auto_pad": "SAME_LOWER", "strides": [3, 2]}, (4, 6, 4, 2)),
-    ({"auto_pad": "VALID", "strides": [2, 2]}, (4, 6, 2, 3)),
-]
 
 
 @pytest.mark.parametrize("attrs, wshape", CONV_CASES)
