@@ -30,7 +30,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx_models import MODELS, to_torch
-from timing import median_ms
+from timing import interleaved_medians_ms, median_ms
 
 import passhost
 from passhost.frontend import from_onnx
@@ -99,7 +99,8 @@ def _torch_runner(model: onnx.ModelProto, x: np.ndarray) -> Callable[[], Any] | 
 
 
 def _race(name: str, repeat: int) -> None:
-    """Time passhost, onnxruntime and PyTorch on ONNX model ``name`` for 1 and 2 threads."""
+    """Time passhost, onnxruntime and PyTorch on ONNX model ``name`` for 1 and 2 threads,
+    in turns (:func:`timing.interleaved_medians_ms`)."""
     model = MODELS[name]()
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
@@ -107,19 +108,22 @@ def _race(name: str, repeat: int) -> None:
     for threads in (1, 2):
         session = _ort_session(model, threads)
         expected = session.run(None, {"x": x})[0]
-        ort_ms = median_ms(lambda s=session: s.run(None, {"x": x}), repeat)
         executor = _passhost_executor(model, threads, x)
         executor.run()
         diff = _check("passhost", name, executor.get_output(0), expected)
-        ms = median_ms(executor.run, repeat)
-        row = (f"{name:<13} {threads} thr  passhost {ms:8.3f} ms   onnxruntime {ort_ms:8.3f} ms"
-               f"   ratio {ms / ort_ms:5.2f} (target <= {TARGET_RATIO})")
+        runners = {"passhost": executor.run,
+                   "onnxruntime": lambda s=session: s.run(None, {"x": x})}
         if torch_run is not None:
             import torch
             torch.set_num_threads(threads)
             _check("torch", name, torch_run().numpy(), expected)
-            torch_ms = median_ms(torch_run, repeat)
-            row += f"   torch {torch_ms:8.3f} ms   ratio {ms / torch_ms:5.2f}"
+            runners["torch"] = torch_run
+        ms = interleaved_medians_ms(runners, repeat)
+        row = (f"{name:<13} {threads} thr  passhost {ms['passhost']:8.3f} ms   onnxruntime "
+               f"{ms['onnxruntime']:8.3f} ms   ratio {ms['passhost'] / ms['onnxruntime']:5.2f} "
+               f"(target <= {TARGET_RATIO})")
+        if "torch" in ms:
+            row += f"   torch {ms['torch']:8.3f} ms   ratio {ms['passhost'] / ms['torch']:5.2f}"
         print(f"{row}   max|passhost-ort| {diff:.2g}")
 
 
