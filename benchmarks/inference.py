@@ -30,7 +30,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx_models import MODELS, to_torch
-from timing import interleaved_medians_ms, median_ms
+from timing import interleaved_medians_ms, median_ms, median_of
 
 import passhost
 from passhost.frontend import from_onnx
@@ -100,7 +100,8 @@ def _torch_runner(model: onnx.ModelProto, x: np.ndarray) -> Callable[[], Any] | 
 
 def _race(name: str, repeat: int) -> None:
     """Time passhost, onnxruntime and PyTorch on ONNX model ``name`` for 1 and 2 threads,
-    in turns (:func:`timing.interleaved_medians_ms`)."""
+    in turns (:func:`timing.interleaved_medians_ms`); each ratio is the median of the
+    ratios within a round."""
     model = MODELS[name]()
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
@@ -118,12 +119,14 @@ def _race(name: str, repeat: int) -> None:
             torch.set_num_threads(threads)
             _check("torch", name, torch_run().numpy(), expected)
             runners["torch"] = torch_run
-        ms = interleaved_medians_ms(runners, repeat)
+        rounds = interleaved_medians_ms(runners, repeat)
+        ms = {runner: median_of(rounds, runner) for runner in runners}
+        ratio = median_of(rounds, "passhost", "onnxruntime")
         row = (f"{name:<13} {threads} thr  passhost {ms['passhost']:8.3f} ms   onnxruntime "
-               f"{ms['onnxruntime']:8.3f} ms   ratio {ms['passhost'] / ms['onnxruntime']:5.2f} "
-               f"(target <= {TARGET_RATIO})")
+               f"{ms['onnxruntime']:8.3f} ms   ratio {ratio:5.2f} (target <= {TARGET_RATIO})")
         if "torch" in ms:
-            row += f"   torch {ms['torch']:8.3f} ms   ratio {ms['passhost'] / ms['torch']:5.2f}"
+            row += (f"   torch {ms['torch']:8.3f} ms   ratio "
+                    f"{median_of(rounds, 'passhost', 'torch'):5.2f}")
         print(f"{row}   max|passhost-ort| {diff:.2g}")
 
 

@@ -20,19 +20,21 @@ def median_ms(fn: Callable[[], object], repeat: int = 5) -> float:
 
 def interleaved_medians_ms(runners: dict[str, Callable[[], object]], repeat: int = 5,
                            runs_per_turn: int = 3, quiet_s: float = 0.1,
-                           settle_ms: float = 20.0) -> dict[str, float]:
-    """Median wall time in milliseconds of each runner's runs over ``repeat`` rounds.
+                           settle_ms: float = 20.0) -> list[dict[str, float]]:
+    """Each round's median wall time in milliseconds of each runner, over ``repeat`` rounds.
 
     Each round takes the runners in turn, the order rotating every round, so that a slow
-    spell of a shared machine falls on all of them alike. A turn first waits ``quiet_s``
-    (the previous runner's idle threads may spin for tens of milliseconds after its last
-    run and take the cores), runs its runner untimed for ``settle_ms`` (at least once: warm
-    caches and threads), then times ``runs_per_turn`` runs back to back.
+    spell of a shared machine falls on all of them alike and ratios taken within a round
+    compare runs made close together. A turn first waits ``quiet_s`` (the previous
+    runner's idle threads may spin for tens of milliseconds after its last run and take the
+    cores), runs its runner untimed for ``settle_ms`` (at least once: warm caches and
+    threads), then times ``runs_per_turn`` runs back to back.
     """
     names = list(runners)
-    times: dict[str, list[float]] = {name: [] for name in names}
+    rounds = []
     for round_ in range(repeat):
         shift = round_ % len(names)
+        medians = {}
         for name in names[shift:] + names[:shift]:
             run = runners[name]
             time.sleep(quiet_s)
@@ -40,8 +42,17 @@ def interleaved_medians_ms(runners: dict[str, Callable[[], object]], repeat: int
             run()
             while time.perf_counter() < settle_end:
                 run()
+            times = []
             for _ in range(runs_per_turn):
                 start = time.perf_counter()
                 run()
-                times[name].append((time.perf_counter() - start) * 1e3)
-    return {name: statistics.median(values) for name, values in times.items()}
+                times.append((time.perf_counter() - start) * 1e3)
+            medians[name] = statistics.median(times)
+        rounds.append(medians)
+    return rounds
+
+
+def median_of(rounds: list[dict[str, float]], name: str, over: str | None = None) -> float:
+    """The median over ``rounds`` (from :func:`interleaved_medians_ms`) of runner ``name``'s
+    time, or, with ``over``, of its time divided by runner ``over``'s in the same round."""
+    return statistics.median(r[name] / (r[over] if over else 1.0) for r in rounds)

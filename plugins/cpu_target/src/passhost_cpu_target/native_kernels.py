@@ -10,13 +10,20 @@ C function reads (see ``native/kernels.c``); planners build it once per call sit
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from passhost_cpu_target.conv import weights_in_layout
 from passhost_cpu_target.native import library
 from passhost_cpu_target.native.library import address
 
-__all__ = ["conv2d_nchw", "dense", "depthwise_conv2d", "max_pool2d_nchw"]
+__all__ = ["conv2d_nchw", "dense", "depthwise_conv2d", "max_pool2d_nchw",
+           "prepared_conv2d_weights"]
+
+#: (id of a read-only weight array, geometry bytes) -> a weak reference to the array (whose
+#: death removes the entry) and the array's prepared form.
+_prepared: dict[tuple[int, bytes], tuple[weakref.ref, np.ndarray]] = {}
 
 
 def _nullable(array: np.ndarray | None) -> int | None:
@@ -28,16 +35,38 @@ def _check(status: int, kernel: str) -> None:
         raise MemoryError(f"native kernel {kernel}: out of memory for its work buffers")
 
 
+def prepared_conv2d_weights(weight: np.ndarray, wbuf: np.ndarray | None,
+                            geometry: np.ndarray, kernel_layout: str) -> np.ndarray:
+    """``weight`` in the convolution kernel's own form (packed panels, or transformed for
+    Winograd). A read-only array (an executor's parameters are) is prepared once per
+    geometry and kept while the array lives; a writeable one may change between calls and
+    is prepared on every call."""
+    key = (id(weight), geometry.tobytes())
+    entry = _prepared.get(key)
+    if entry is not None and entry[0]() is weight:
+        return entry[1]
+    lib = library()
+    prepared = np.empty(lib.conv2d_nchw_prepared(address(geometry)), np.float32)
+    w = weights_in_layout(weight, wbuf, kernel_layout, "OIHW")
+    _check(lib.conv2d_nchw_prepare(address(w), address(prepared), address(geometry)),
+           "conv2d_nchw_prepare")
+    if not weight.flags.writeable:
+        _prepared[key] = (weakref.ref(weight, lambda _, key=key: _prepared.pop(key, None)),
+                          prepared)
+    return prepared
+
+
 def conv2d_nchw(out: np.ndarray, data: np.ndarray, weight: np.ndarray,
                 bias: np.ndarray | None, residual: np.ndarray | None, cols: np.ndarray | None,
                 wbuf: np.ndarray | None, geometry: np.ndarray, bounds: np.ndarray, *,
                 kernel_layout: str) -> None:
     """Grouped NCHW convolution with an epilogue. ``cols`` is None or the packed-column
-    scratch the library asks for; ``wbuf`` is None or a scratch for OIHW weights."""
-    w = weights_in_layout(weight, wbuf, kernel_layout, "OIHW")
-    _check(library().conv2d_nchw(address(data), address(w), address(out), _nullable(bias),
-                                 _nullable(residual), _nullable(cols), address(geometry),
-                                 address(bounds)), "conv2d_nchw")
+    scratch the library asks for; ``wbuf`` is None or a scratch for OIHW weights. The
+    weights are used as :func:`prepared_conv2d_weights` gives them."""
+    prepared = prepared_conv2d_weights(weight, wbuf, geometry, kernel_layout)
+    _check(library().conv2d_nchw(address(data), address(prepared), address(out),
+                                 _nullable(bias), _nullable(residual), _nullable(cols),
+                                 address(geometry), address(bounds)), "conv2d_nchw")
 
 
 def depthwise_conv2d(out: np.ndarray, data: np.ndarray, weight: np.ndarray,

@@ -18,7 +18,7 @@
 #endif
 
 /* Bumped whenever a signature changes; the loader refuses a library with another value. */
-int ph_abi_version(void) { return 1; }
+int ph_abi_version(void) { return 2; }
 
 #if defined(__AVX512F__)
 #define VW 16
@@ -235,13 +235,11 @@ static vf vclamp(vf v, vf lo, vf hi) {
   return (vf)(((vi)hi & above) | ((vi)v & ~above));
 }
 
-/* acc = a[MR rows of stride lda][kc] x b[kc rows of stride ldb][NR], plus c[MR][NR] when
- * `accumulate`; rows past `rows` repeat the last. The result goes raw into c, or, when `out`
- * is set, through the epilogue into out->y (rows past `rows` are dropped). */
-static void micro_tile(const float *a, i64 lda, i64 rows, const float *restrict b, i64 ldb,
+/* acc = a x b[kc rows of stride ldb][NR], plus c[MR][NR] when `accumulate`, where a is a
+ * packed panel of MR rows: a[k * MR + i] is row i, column k. The result goes raw into c, or,
+ * when `out` is set, through the epilogue into out->y (only the first `rows` rows). */
+static void micro_tile(const float *restrict a, i64 rows, const float *restrict b, i64 ldb,
                        i64 kc, float *restrict c, int accumulate, const tile_out *out) {
-  const float *ar[MR];
-  for (int i = 0; i < MR; i++) ar[i] = a + (i < rows ? i : rows - 1) * lda;
   vf acc[MR][NV];
   for (int i = 0; i < MR; i++)
     for (int v = 0; v < NV; v++)
@@ -250,7 +248,7 @@ static void micro_tile(const float *a, i64 lda, i64 rows, const float *restrict 
     vf bk[NV];
     for (int v = 0; v < NV; v++) bk[v] = *(const vf *)(b + k * ldb + v * VW);
     for (int i = 0; i < MR; i++) {
-      const float s = ar[i][k];
+      const float s = a[k * MR + i];
       for (int v = 0; v < NV; v++) acc[i][v] += s * bk[v];
     }
   }
@@ -275,8 +273,21 @@ static int direct_conv(const conv_geom *cv) {
          cv->pl == 0 && cv->oh == cv->h && cv->ow == cv->w;
 }
 
-/* One task of image b, group grp: output channels of micro-panels [q0, q1), column blocks
- * [blk0, blk1). Full blocks go through the epilogue into `proto`'s output straight from the
+/* Packs the m x k matrix w (row stride k) into panels of MR rows for micro_tile: element
+ * (r, j) goes to ap[((r / MR) * k + j) * MR + r % MR]; the rows that fill up the last panel
+ * are zero. */
+static void pack_panels(float *restrict ap, const float *restrict w, i64 m, i64 k) {
+  for (i64 q = 0; q < (m + MR - 1) / MR; q++) {
+    float *panel = ap + q * k * MR;
+    for (i64 i = 0; i < MR; i++) {
+      const i64 r = q * MR + i;
+      for (i64 j = 0; j < k; j++) panel[j * MR + i] = r < m ? w[r * k + j] : 0.0f;
+    }
+  }
+}
+
+/* One task of image b, group grp (whose weights wg are packed into panels, pack_panels):
+ * output channels of micro-panels [q0, q1), column blocks [blk0, blk1). Full blocks go through the epilogue into `proto`'s output straight from the
  * registers; a partial last block is left raw in cb (tile (blk - blk0, q - q0)). Columns come
  * from `cols` (packed, blk-major K x NR each), straight from the data (1x1 convolutions), or
  * are packed into bp. */
@@ -303,7 +314,7 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
         out.m0 = grp * cv->og + q * MR;
         out.y += (b * cv->o + out.m0) * cv->p + p0;
         if (out.res) out.res += (b * cv->o + out.m0) * cv->p + p0;
-        micro_tile(wg + q * MR * cv->k + k0, cv->k, min64(MR, cv->og - q * MR), panel, ldb, kc,
+        micro_tile(wg + (q * cv->k + k0) * MR, min64(MR, cv->og - q * MR), panel, ldb, kc,
                    cb + ((blk - blk0) * MCP + q - q0) * MR * NR, k0 > 0,
                    k0 + kc == cv->k && width == NR ? &out : NULL);
       }
@@ -434,12 +445,12 @@ static void wino_output_row(float *restrict row0, float *restrict row1, float *r
   }
 }
 
-static int conv2d_winograd(const conv_geom *cv, const float *x, const float *w, float *y,
-                           const float *bias, const float *res, float *cols, int nt,
+/* u: the transformed weights, 16 matrices (O x C) in panels (winograd_prepare). */
+static int conv2d_winograd(const conv_geom *cv, const float *x, const float *u, float *y,
+                           const float *bias, const float *res, float *planes, int nt,
                            float lo, float hi) {
   const wino_geom wn = wino_geometry(cv);
   const i64 c = cv->c, o = cv->o, tasks = wn.row_groups * cv->chunks;
-  float *u = cols, *planes = cols + 16 * o * c;
   int failed = 0;
 #pragma omp parallel num_threads(nt)
   {
@@ -449,8 +460,6 @@ static int conv2d_winograd(const conv_geom *cv, const float *x, const float *w, 
 #pragma omp atomic write
       failed = 1;
     }
-#pragma omp for schedule(static)
-    for (i64 j = 0; j < o * c; j += VW) wino_weights(u + j, o * c, w + 9 * j, min64(VW, o * c - j));
     for (i64 b = 0; b < cv->n; b++) {
 #pragma omp for schedule(static)
       for (i64 ch = 0; ch < c; ch++)
@@ -469,7 +478,7 @@ static int conv2d_winograd(const conv_geom *cv, const float *x, const float *w, 
         for (i64 xi = 0; xi < 16; xi++)
           for (i64 q = q0; q < q1; q++)
             for (i64 c0 = 0; c0 < c; c0 += KC)
-              micro_tile(u + (xi * o + q * MR) * c + c0, c, min64(MR, o - q * MR),
+              micro_tile(u + ((xi * cv->panels + q) * c + c0) * MR, min64(MR, o - q * MR),
                          v + (xi * c + c0) * NR, NR, min64(KC, c - c0),
                          m + (xi * MCP + q - q0) * MR * NR, c0 > 0, NULL);
         for (i64 q = q0; q < q1; q++) {
@@ -503,17 +512,45 @@ i64 ph_conv2d_nchw_scratch(const i64 *g) {
   const conv_geom cv = conv_geometry(g);
   if (use_winograd(&cv)) {
     const wino_geom wn = wino_geometry(&cv);
-    return 16 * cv.o * cv.c + cv.c * 4 * wn.wg.phase + NR; /* slack: whole-vector reads */
+    return cv.c * 4 * wn.wg.phase + NR; /* slack: whole-vector reads */
   }
   return shared_cols(&cv) ? cv.blocks * cv.k * NR : 0;
 }
 
-int ph_conv2d_nchw(const float *x, const float *w, float *y, const float *bias,
+/* Floats of the prepared weights (ph_conv2d_nchw_prepare) for geometry g. */
+i64 ph_conv2d_nchw_prepared(const i64 *g) {
+  const conv_geom cv = conv_geometry(g);
+  if (use_winograd(&cv)) return 16 * cv.panels * MR * cv.c;
+  return cv.groups * cv.panels * MR * cv.k;
+}
+
+/* Prepares OIHW weights w for ph_conv2d_nchw into `prep`: per group, the O/G x K weight
+ * matrix in panels (pack_panels); for Winograd, the 16 transformed matrices (G g G^T)[xi],
+ * each O x C in panels. Returns 0, or -1 when memory runs out. */
+int ph_conv2d_nchw_prepare(const float *w, float *prep, const i64 *g) {
+  const conv_geom cv = conv_geometry(g);
+  if (!use_winograd(&cv)) {
+    for (i64 grp = 0; grp < cv.groups; grp++)
+      pack_panels(prep + grp * cv.panels * MR * cv.k, w + grp * cv.og * cv.k, cv.og, cv.k);
+    return 0;
+  }
+  const i64 oc = cv.o * cv.c;
+  float *u = malloc(sizeof(float) * (size_t)(16 * oc + VW));
+  if (!u) return -1;
+  for (i64 j = 0; j < oc; j += VW) wino_weights(u + j, oc, w + 9 * j, min64(VW, oc - j));
+  for (i64 xi = 0; xi < 16; xi++)
+    pack_panels(prep + xi * cv.panels * MR * cv.c, u + xi * oc, cv.o, cv.c);
+  free(u);
+  return 0;
+}
+
+/* Convolution with weights prepared by ph_conv2d_nchw_prepare. */
+int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bias,
                    const float *res, float *cols, const i64 *g, const float *bounds) {
   conv_geom cv = conv_geometry(g);
   const int nt = num_threads(g[16]);
-  if (use_winograd(&cv)) return conv2d_winograd(&cv, x, w, y, bias, res, cols, nt, bounds[0],
-                                                bounds[1]);
+  if (use_winograd(&cv)) return conv2d_winograd(&cv, x, prep, y, bias, res, cols, nt,
+                                                bounds[0], bounds[1]);
   const int shared = shared_cols(&cv);
   i64 *ranges = malloc(sizeof(i64) * 2 * (size_t)(cv.kw + cv.kh));
   if (!ranges) return -1;
@@ -540,7 +577,7 @@ int ph_conv2d_nchw(const float *x, const float *w, float *y, const float *bias,
     for (i64 image = 0; image < cv.n * cv.groups; image++) {
       const i64 b = image / cv.groups, grp = image % cv.groups;
       const float *xg = x + (b * cv.c + grp * cv.cg) * cv.h * cv.w;
-      const float *wg = w + grp * cv.og * cv.k;
+      const float *wg = prep + grp * cv.panels * MR * cv.k;
       if (shared) {
 #pragma omp for schedule(static)
         for (i64 t = 0; t < cv.blocks * kslabs; t++) {
@@ -617,11 +654,13 @@ static window_job *window_job_new(const i64 *g, i64 c) {
 }
 
 /* One output row segment of n <= nv * VW outputs from the phase planes, through the
- * epilogue straight from the registers (a partial last vector through `tmp`). Inlined with
- * a constant nv so that the sums stay in registers. */
+ * epilogue straight from the registers. A partial last vector is stored whole when the
+ * `room` floats from dst (the rest of this output plane, which later segments overwrite)
+ * have space for it, else it goes through `tmp`. Inlined with a constant nv so that the
+ * sums stay in registers. */
 static inline __attribute__((always_inline)) void depthwise_segment(
     const window_job *job, const float *src, const float *wc, i64 n, float *dst,
-    const float *bias, const float *res, float *tmp, const int nv) {
+    const float *bias, const float *res, float *tmp, i64 room, const int nv) {
   const i64 taps = job->wg.kh * job->wg.kw;
   vf a[4] = {{0}, {0}, {0}, {0}};
   for (i64 tap = 0; tap < taps; tap++) {
@@ -633,7 +672,7 @@ static inline __attribute__((always_inline)) void depthwise_segment(
   const vf b = (vf){0} + (bias ? *bias : 0.0f);
   for (int v = 0; v < nv; v++) {
     const i64 left = n - v * VW;
-    if (left < VW) {
+    if (left < VW && room < (v + 1) * VW) {
       *(vf *)tmp = a[v];
       epilogue(dst + v * VW, tmp, left, bias, 0, res ? res + v * VW : NULL, job->lo, job->hi);
       return;
@@ -656,13 +695,14 @@ static void depthwise_plane(const void *ctx, i64 t, float *buf) {
     const float *src = buf + oy * wg->wq, *res = job->res ? job->res + at : NULL;
     float *dst = job->y + at;
     for (i64 ox = 0; ox < wg->ow; ox += BLOCK) {
-      const i64 n = min64(BLOCK, wg->ow - ox);
+      const i64 n = min64(BLOCK, wg->ow - ox), room = (wg->oh - oy) * wg->ow - ox;
       const float *r = res ? res + ox : NULL;
+      float *d = dst + ox;
       switch ((n + VW - 1) / VW) {
-        case 1: depthwise_segment(job, src + ox, wc, n, dst + ox, bias, r, tmp, 1); break;
-        case 2: depthwise_segment(job, src + ox, wc, n, dst + ox, bias, r, tmp, 2); break;
-        case 3: depthwise_segment(job, src + ox, wc, n, dst + ox, bias, r, tmp, 3); break;
-        default: depthwise_segment(job, src + ox, wc, n, dst + ox, bias, r, tmp, 4);
+        case 1: depthwise_segment(job, src + ox, wc, n, d, bias, r, tmp, room, 1); break;
+        case 2: depthwise_segment(job, src + ox, wc, n, d, bias, r, tmp, room, 2); break;
+        case 3: depthwise_segment(job, src + ox, wc, n, d, bias, r, tmp, room, 3); break;
+        default: depthwise_segment(job, src + ox, wc, n, d, bias, r, tmp, room, 4);
       }
     }
   }

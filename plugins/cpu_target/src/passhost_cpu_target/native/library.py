@@ -13,13 +13,15 @@ __all__ = ["ABI_SYMBOL", "ABI_VERSION", "NativeLibrary", "address"]
 
 #: The C function returning the library's ABI version, and the version this module expects.
 ABI_SYMBOL = "ph_abi_version"
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 _P = ctypes.c_void_p
 #: Entry point name -> (argument count, all pointers; return type).
 _SIGNATURES: dict[str, tuple[int, Any]] = {
     "ph_conv2d_nchw": (8, ctypes.c_int),
     "ph_conv2d_nchw_scratch": (1, ctypes.c_int64),
+    "ph_conv2d_nchw_prepared": (1, ctypes.c_int64),
+    "ph_conv2d_nchw_prepare": (3, ctypes.c_int),
     "ph_depthwise_nchw": (7, ctypes.c_int),
     "ph_depthwise_nhwc": (7, None),
     "ph_max_pool_nchw": (3, ctypes.c_int),
