@@ -8,7 +8,11 @@ models (``onnx_models.py``), and for 1 and 2 threads the script times, in the sa
 the same file and weights, passhost's cpu target (``from_onnx`` + ``build`` at opt_level 3),
 onnxruntime (intra-op threads = threads, inter-op 1, all graph optimisations) and, when torch
 is importable, PyTorch eager (same layers and weights, ``torch.inference_mode``). Outputs are
-checked against onnxruntime before timing. Target: passhost at most 1.5x onnxruntime.
+checked against onnxruntime before timing. The runtimes are timed in turns, in rounds
+(``timing.interleaved_medians_ms``): a quiet gap and untimed runs before each turn keep one
+runtime's idle spinning threads off the next one's cores, and each ratio is the median of
+the ratios within a round, so that the machine's slow spells cancel. Target: passhost at
+most 1.5x onnxruntime.
 
 Then each zoo model runs on the cpu target beside passhost's reference interpreter (plain
 NumPy, one array per operator). Last, the compile time of ResNet-18 from ONNX

@@ -18,9 +18,6 @@ from passhost.relay.interpreter import evaluate
 from passhost.transform import PassContext
 from passhost_cpu_target import native, native_kernels
 
-pytestmark = pytest.mark.skipif(native.library() is None,
-                                reason="no C compiler: the native kernels are not built")
-
 RNG = np.random.default_rng(5)
 #: A 3x3 convolution large enough for the Winograd path, then a 1x1 (packed panels).
 W3_SHAPE, W1_SHAPE = (16, 16, 3, 3), (8, 16, 1, 1)
