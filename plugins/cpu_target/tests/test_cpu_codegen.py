@@ -45,7 +45,8 @@ def test_kernel_calls_and_an_allocation_reused_by_every_call():
         assert f.__globals__[allocated[0]] is first
         np.testing.assert_array_equal(first, x + b)  # the call wrote the allocated array
     source = module.get_source()
-    assert f"\n{allocated[0]} = np.zeros((2, 3), dtype='float32')\n" in source
+    assert f"\n{allocated[0]} = _aligned_full((2, 3), 0, 'float32')\n" in source
+    assert first.ctypes.data % 64 == 0  # vector rows never straddle two cache lines
     assert "def f(x, b, out):" in source
 
 

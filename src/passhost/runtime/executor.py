@@ -1,7 +1,8 @@
 """The executor: runs an executor plan over preallocated memory.
 
-Storage blocks are allocated once, when the executor is made; every tensor is a view of
-its block, an input buffer or a parameter array. ``run`` then only calls the step
+Storage blocks are allocated once, when the executor is made, each starting on a cache
+line (as do the input buffers); every tensor is a view of its block, an input buffer or a
+parameter array. ``run`` then only calls the step
 functions in order on arrays it resolved up front, so the per-step cost is one Python call.
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from passhost.errors import PasshostError
+from passhost.runtime.aligned import aligned_full
 from passhost.runtime.module import Module, find_function, run_scope
 from passhost.runtime.plan import ExecutorPlan
 
@@ -31,14 +33,14 @@ class Executor:
                  params: Mapping[str, np.ndarray]) -> None:
         self.plan = plan
         self.module = module
-        storages = [np.empty(max(size, 1), np.uint8) for size in plan.storage_sizes]
+        storages = [aligned_full(max(size, 1), None, np.uint8) for size in plan.storage_sizes]
         arrays: list[np.ndarray] = []
         self._inputs: dict[str, np.ndarray] = {}
         for t in plan.tensors:
             if t.kind == "storage":
                 arr = storages[t.storage][:t.nbytes].view(t.dtype).reshape(t.shape)
             elif t.kind == "input":
-                arr = self._inputs.setdefault(t.name, np.zeros(t.shape, t.dtype))
+                arr = self._inputs.setdefault(t.name, aligned_full(t.shape, 0, t.dtype))
             else:
                 arr = self._param(params, t)
             arrays.append(arr)

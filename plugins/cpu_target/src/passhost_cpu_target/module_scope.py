@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from passhost.runtime.aligned import aligned_full
 from passhost_cpu_target.literals import literal
 from passhost_cpu_target.naming import Namer
 from passhost_cpu_target.selection import Scratch
@@ -57,14 +58,12 @@ class ModuleScope:
                          share=False)
 
     def allocate(self, hint: str, shape: tuple[int, ...], dtype: str, fill: float = 0) -> str:
-        """The name of an array the module allocates once, filled with ``fill``."""
+        """The name of an array the module allocates once, filled with ``fill``, its data
+        starting on a cache line."""
         name = self.namer.fresh(hint)
-        shape_text = literal(tuple(shape))
-        if fill == 0:
-            self.lines.append(f"{name} = np.zeros({shape_text}, dtype={dtype!r})")
-        else:
-            self.lines.append(f"{name} = np.full({shape_text}, {literal(fill)}, "
-                              f"dtype={dtype!r})")
+        allocator = self.bind_function(aligned_full)
+        self.lines.append(f"{name} = {allocator}({literal(tuple(shape))}, {literal(fill)}, "
+                          f"{dtype!r})")
         return name
 
     def scratch(self, hint: str, spec: Scratch) -> str:

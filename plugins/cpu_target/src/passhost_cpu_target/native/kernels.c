@@ -49,6 +49,15 @@ static int num_threads(i64 requested) {
 #endif
 }
 
+/* n floats aligned to a cache line (so that no vector access splits across two), zeroed
+ * when `zero`; NULL when memory runs out. Released with free(). */
+static float *aligned_floats(i64 n, int zero) {
+  const size_t bytes = ((size_t)n * sizeof(float) + 63) / 64 * 64;
+  float *p = aligned_alloc(64, bytes ? bytes : 64);
+  if (p && zero) memset(p, 0, bytes);
+  return p;
+}
+
 static i64 min64(i64 a, i64 b) { return a < b ? a : b; }
 static i64 max64(i64 a, i64 b) { return a > b ? a : b; }
 static i64 floor_div(i64 a, i64 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
@@ -454,7 +463,7 @@ static int conv2d_winograd(const conv_geom *cv, const float *x, const float *u, 
   int failed = 0;
 #pragma omp parallel num_threads(nt)
   {
-    float *v = calloc((size_t)(16 * c * NR + 16 * MCP * MR * NR + 8 * wn.twv), sizeof(float));
+    float *v = aligned_floats(16 * c * NR + 16 * MCP * MR * NR + 8 * wn.twv, 1);
     float *m = v ? v + 16 * c * NR : NULL, *rows = v ? m + 16 * MCP * MR * NR : NULL;
     if (!v) {
 #pragma omp atomic write
@@ -569,7 +578,7 @@ int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bia
 #pragma omp parallel num_threads(nt)
   {
     float bp[KC * NR] __attribute__((aligned(64)));
-    float *cb = malloc(sizeof(float) * NB * MCP * MR * NR);
+    float *cb = aligned_floats(NB * MCP * MR * NR, 0);
     if (!cb) {
 #pragma omp atomic write
       failed = 1;
@@ -621,7 +630,7 @@ static int for_each_plane(i64 planes, int nt, i64 floats, plane_fn plane, const 
   int failed = 0;
 #pragma omp parallel num_threads(nt)
   {
-    float *buf = calloc((size_t)floats, sizeof(float));
+    float *buf = aligned_floats(floats, 1);
     if (!buf) {
 #pragma omp atomic write
       failed = 1;
