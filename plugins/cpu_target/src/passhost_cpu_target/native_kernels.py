@@ -14,6 +14,7 @@ import weakref
 
 import numpy as np
 
+from passhost.runtime.aligned import aligned_full
 from passhost_cpu_target.conv import weights_in_layout
 from passhost_cpu_target.native import library
 from passhost_cpu_target.native.library import address
@@ -46,7 +47,7 @@ def prepared_conv2d_weights(weight: np.ndarray, wbuf: np.ndarray | None,
     if entry is not None and entry[0]() is weight:
         return entry[1]
     lib = library()
-    prepared = np.empty(lib.conv2d_nchw_prepared(address(geometry)), np.float32)
+    prepared = aligned_full(lib.conv2d_nchw_prepared(address(geometry)), None, "float32")
     w = weights_in_layout(weight, wbuf, kernel_layout, "OIHW")
     _check(lib.conv2d_nchw_prepare(address(w), address(prepared), address(geometry)),
            "conv2d_nchw_prepare")
