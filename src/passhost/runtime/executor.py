@@ -2,8 +2,8 @@
 
 Storage blocks are allocated once, when the executor is made, each starting on a cache
 line (as do the input buffers); every tensor is a view of its block, an input buffer or a
-parameter array. ``run`` then only calls the step
-functions in order on arrays it resolved up front, so the per-step cost is one Python call.
+parameter array. ``run`` then only calls the step functions in order on arrays it resolved
+up front, so the per-step cost is one Python call.
 """
 
 from __future__ import annotations
