@@ -135,17 +135,21 @@ def test_depthwise_bias_and_clip_fuse_in_nhwc():
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize(("h", "w", "stride"), [(19, 37, 1), (21, 70, 1), (40, 75, 2),
-                                                (20, 160, 2)])
-def test_nchw_depthwise_on_large_planes_applies_bias_residual_and_clip(threads, h, w, stride):
-    """Planes of more than 256 outputs (the phase-plane path), rows of whole and partial
-    vectors and of more than one 64-output segment, the epilogue applied from the registers."""
+@pytest.mark.parametrize(("h", "w", "stride", "pad"),
+                         [(19, 37, 1, 1), (21, 70, 1, 1), (30, 10, 1, 1), (17, 64, 1, 1),
+                          (24, 40, 1, 0), (40, 75, 2, 1), (20, 160, 2, 1)])
+def test_nchw_depthwise_on_large_planes_applies_bias_residual_and_clip(threads, h, w, stride,
+                                                                       pad):
+    """Planes of more than 256 outputs: the row-reuse path of 3x3 stride-1 "same" layers and
+    the phase-plane path of the others; blocks of four rows and a tail of single rows; rows
+    of whole and partial vectors, narrower than a vector and of more than one 64-output
+    segment; the epilogue applied from the registers."""
     c = 5
     data, weight = RNG.uniform(-1, 1, (2, c, h, w)), RNG.uniform(-2, 2, (c, 1, 3, 3))
-    oh, ow = (h - 1) // stride + 1, (w - 1) // stride + 1
+    oh, ow = (h + 2 * pad - 3) // stride + 1, (w + 2 * pad - 3) // stride + 1
     bias, res = RNG.uniform(-1, 1, (c, 1, 1)), RNG.uniform(-1, 1, (2, c, oh, ow))
     got, expected, source = _fused(
-        "nn.conv2d", {"groups": c, "padding": (1, 1, 1, 1), "strides": (stride, stride)},
+        "nn.conv2d", {"groups": c, "padding": (pad,) * 4, "strides": (stride, stride)},
         [data.astype("float32"), weight.astype("float32")],
         [("add", None, bias.astype("float32"), False), ("add", None, res.astype("float32"), True),
          ("clip", {"a_min": -0.5, "a_max": 1.5}, None, False)], threads)

@@ -662,59 +662,159 @@ static window_job *window_job_new(const i64 *g, i64 c) {
   return job;
 }
 
-/* One output row segment of n <= nv * VW outputs from the phase planes, through the
- * epilogue straight from the registers. A partial last vector is stored whole when the
- * `room` floats from dst (the rest of this output plane, which later segments overwrite)
- * have space for it, else it goes through `tmp`. Inlined with a constant nv so that the
- * sums stay in registers. */
-static inline __attribute__((always_inline)) void depthwise_segment(
-    const window_job *job, const float *src, const float *wc, i64 n, float *dst,
-    const float *bias, const float *res, float *tmp, i64 room, const int nv) {
-  const i64 taps = job->wg.kh * job->wg.kw;
-  vf a[4] = {{0}, {0}, {0}, {0}};
-  for (i64 tap = 0; tap < taps; tap++) {
-    const float *s = src + job->off[tap];
-    const float wt = wc[tap];
-    for (int v = 0; v < nv; v++) a[v] += wt * *(const vf *)(s + v * VW);
-  }
+/* Output rows [oy, oy + nr) (nr <= DW_ROWS), columns [ox, ox + n) with n <= nv * VW, of one
+ * plane from its phase planes, through the epilogue straight from the registers: nr x nv
+ * independent sums keep the multiply-add units busy where one row's few sums would wait on
+ * each other. `src`, `dst` and `res` point at (oy, ox) in the phase-plane grid (row stride
+ * wq) and in the output (row stride ow). A partial last vector is stored whole when the
+ * `room` floats from its row's start in dst (the rest of this output plane, which later
+ * rows and segments overwrite) have space for it, else it goes through `tmp`. Inlined with
+ * constant nr and nv so that the sums stay in registers. */
+#define DW_ROWS 4
+
+/* Output rows dst + r * ow (r < nr) of sums a[r][0..nv), through the epilogue (see
+ * depthwise_block). */
+static inline __attribute__((always_inline)) void depthwise_store(
+    const window_job *job, vf a[][4], i64 n, float *dst, const float *bias, const float *res,
+    float *tmp, i64 room, const int nr, const int nv) {
+  const i64 ow = job->wg.ow;
   const vf lo = (vf){0} + job->lo, hi = (vf){0} + job->hi;
   const vf b = (vf){0} + (bias ? *bias : 0.0f);
-  for (int v = 0; v < nv; v++) {
-    const i64 left = n - v * VW;
-    if (left < VW && room < (v + 1) * VW) {
-      *(vf *)tmp = a[v];
-      epilogue(dst + v * VW, tmp, left, bias, 0, res ? res + v * VW : NULL, job->lo, job->hi);
-      return;
+  for (int r = 0; r < nr; r++) {
+    float *d = dst + r * ow;
+    const float *rs = res ? res + r * ow : NULL;
+    for (int v = 0; v < nv; v++) {
+      const i64 left = n - v * VW;
+      if (left < VW && room - r * ow < (v + 1) * VW) {
+        *(vf *)tmp = a[r][v];
+        epilogue(d + v * VW, tmp, left, bias, 0, rs ? rs + v * VW : NULL, job->lo, job->hi);
+        break;
+      }
+      vf y = a[r][v] + b;
+      if (rs) y += *(const vf *)(rs + v * VW);
+      *(vf *)(d + v * VW) = vclamp(y, lo, hi);
     }
-    vf r = a[v] + b;
-    if (res) r += *(const vf *)(res + v * VW);
-    *(vf *)(dst + v * VW) = vclamp(r, lo, hi);
   }
+}
+
+/* The sums of depthwise_block. Generic: tap by tap, rows `stride` apart from `src`, the tap
+ * offsets from job->off. `three` (3x3, stride 1, undilated, with rows `stride` apart and
+ * columns one apart): input row by input row, so that each vector loaded feeds the (up to
+ * three) output rows whose windows cover it, which halves the loads. */
+static inline __attribute__((always_inline)) void depthwise_block(
+    const window_job *job, const float *src, i64 stride, const float *wc, i64 n, float *dst,
+    const float *bias, const float *res, float *tmp, i64 room, const int nr, const int nv,
+    const int three) {
+  vf a[DW_ROWS][4];
+  for (int r = 0; r < nr; r++)
+    for (int v = 0; v < nv; v++) a[r][v] = (vf){0};
+  if (three) {
+#pragma GCC unroll 8
+    for (int j = 0; j < nr + 2; j++) {
+#pragma GCC unroll 3
+      for (int kx = 0; kx < 3; kx++) {
+        vf in[4];
+        for (int v = 0; v < nv; v++) in[v] = *(const vf *)(src + j * stride + kx + v * VW);
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++) {
+          const int ky = j - r;
+          if (ky < 0 || ky > 2) continue;
+          const vf wt = (vf){0} + wc[ky * 3 + kx];
+          for (int v = 0; v < nv; v++) a[r][v] += wt * in[v];
+        }
+      }
+    }
+  } else {
+    const i64 taps = job->wg.kh * job->wg.kw;
+    for (i64 tap = 0; tap < taps; tap++) {
+      const float *s = src + job->off[tap];
+      const vf wt = (vf){0} + wc[tap];
+      for (int r = 0; r < nr; r++)
+        for (int v = 0; v < nv; v++) a[r][v] += wt * *(const vf *)(s + r * stride + v * VW);
+    }
+  }
+  depthwise_store(job, a, n, dst, bias, res, tmp, room, nr, nv);
+}
+
+/* depthwise_block with nr (DW_ROWS or 1), nv and `three` as constants. */
+static void depthwise_block_any(const window_job *job, const float *src, i64 stride,
+                                const float *wc, i64 n, float *dst, const float *bias,
+                                const float *res, float *tmp, i64 room, int nr, int three) {
+#define DW_CASE(R, V, T) \
+  depthwise_block(job, src, stride, wc, n, dst, bias, res, tmp, room, R, V, T)
+#define DW_CASES(R, T)          \
+  switch (nv) {                 \
+    case 1: DW_CASE(R, 1, T); break; \
+    case 2: DW_CASE(R, 2, T); break; \
+    case 3: DW_CASE(R, 3, T); break; \
+    default: DW_CASE(R, 4, T);   \
+  }
+  const int nv = (int)((n + VW - 1) / VW);
+  if (three) {
+    if (nr == DW_ROWS) DW_CASES(DW_ROWS, 1) else DW_CASES(1, 1)
+  } else {
+    if (nr == DW_ROWS) DW_CASES(DW_ROWS, 0) else DW_CASES(1, 0)
+  }
+#undef DW_CASES
+#undef DW_CASE
+}
+
+/* 3x3, stride-1, undilated depthwise convolutions padded by one on every side keep the
+ * output's size; they read the plane from a copy in `buf` with a zero row above and below
+ * and each row's data from column VW of a row of depthwise3_stride floats, zero around it
+ * (written once per buffer: every plane writes the same places). */
+static int depthwise3_same(const window_geom *wg) {
+  return wg->kh == 3 && wg->kw == 3 && wg->sh == 1 && wg->sw == 1 && wg->dh == 1 &&
+         wg->dw == 1 && wg->pt == 1 && wg->pl == 1 && wg->oh == wg->h && wg->ow == wg->w;
+}
+
+static i64 depthwise3_stride(const window_geom *wg) {
+  return (wg->w + VW - 1) / VW * VW + 2 * VW;
+}
+
+/* Floats of depthwise3_plane's buffer: the padded copy, then VW for the epilogue. */
+static i64 depthwise3_floats(const window_geom *wg) {
+  return (wg->h + 2) * depthwise3_stride(wg) + VW;
+}
+
+/* Runs the output rows of plane t (its padded input at `src`, rows `stride` apart) in
+ * blocks of DW_ROWS rows and BLOCK columns. */
+static void depthwise_rows(const window_job *job, i64 t, const float *src, i64 stride,
+                           float *tmp, int three) {
+  const window_geom *wg = &job->wg;
+  const i64 ch = t % job->c;
+  const float *wc = job->w + ch * wg->kh * wg->kw, *bias = job->bias ? job->bias + ch : NULL;
+  for (i64 oy = 0; oy < wg->oh;) {
+    const int nr = wg->oh - oy >= DW_ROWS ? DW_ROWS : 1;
+    const i64 at = (t * wg->oh + oy) * wg->ow;
+    const float *res = job->res ? job->res + at : NULL;
+    /* right to left: a partial vector's spill into the next row's start is overwritten */
+    for (i64 ox = (wg->ow - 1) / BLOCK * BLOCK; ox >= 0; ox -= BLOCK)
+      depthwise_block_any(job, src + oy * stride + ox, stride, wc, min64(BLOCK, wg->ow - ox),
+                          job->y + at + ox, bias, res ? res + ox : NULL, tmp,
+                          (wg->oh - oy) * wg->ow - ox, nr, three);
+    oy += nr;
+  }
+}
+
+static void depthwise3_plane(const void *ctx, i64 t, float *buf) {
+  const window_job *job = ctx;
+  const window_geom *wg = &job->wg;
+  const i64 stride = depthwise3_stride(wg), w = wg->w, whole = w / VW * VW;
+  const float *x = job->x + t * wg->h * w;
+  for (i64 iy = 0; iy < wg->h; iy++) {
+    float *d = buf + (iy + 1) * stride + VW;
+    const float *s = x + iy * w;
+    for (i64 j = 0; j < whole; j += VW) *(vf *)(d + j) = *(const vf *)(s + j);
+    for (i64 j = whole; j < w; j++) d[j] = s[j];
+  }
+  depthwise_rows(job, t, buf + VW - 1, stride, buf + (wg->h + 2) * stride, 1);
 }
 
 static void depthwise_plane(const void *ctx, i64 t, float *buf) {
   const window_job *job = ctx;
-  const window_geom *wg = &job->wg;
-  const i64 ch = t % job->c;
-  const float *wc = job->w + ch * wg->kh * wg->kw, *bias = job->bias ? job->bias + ch : NULL;
-  float *tmp = buf + wg->acc;
-  phase_planes(buf, job->x + t * wg->h * wg->w, wg, 0.0f);
-  for (i64 oy = 0; oy < wg->oh; oy++) {
-    const i64 at = (t * wg->oh + oy) * wg->ow;
-    const float *src = buf + oy * wg->wq, *res = job->res ? job->res + at : NULL;
-    float *dst = job->y + at;
-    for (i64 ox = 0; ox < wg->ow; ox += BLOCK) {
-      const i64 n = min64(BLOCK, wg->ow - ox), room = (wg->oh - oy) * wg->ow - ox;
-      const float *r = res ? res + ox : NULL;
-      float *d = dst + ox;
-      switch ((n + VW - 1) / VW) {
-        case 1: depthwise_segment(job, src + ox, wc, n, d, bias, r, tmp, room, 1); break;
-        case 2: depthwise_segment(job, src + ox, wc, n, d, bias, r, tmp, room, 2); break;
-        case 3: depthwise_segment(job, src + ox, wc, n, d, bias, r, tmp, room, 3); break;
-        default: depthwise_segment(job, src + ox, wc, n, d, bias, r, tmp, room, 4);
-      }
-    }
-  }
+  phase_planes(buf, job->x + t * job->wg.h * job->wg.w, &job->wg, 0.0f);
+  depthwise_rows(job, t, buf, job->wg.wq, buf + job->wg.acc, 0);
 }
 
 /* Small planes (at most SMALL_PLANE outputs) go VW channels at a time, channels last: the
@@ -857,6 +957,8 @@ int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bia
                        wg->oh * wg->ow;
     status = for_each_plane(g[12] * ((g[13] + VW - 1) / VW), nt, floats, depthwise_small_group,
                             job);
+  } else if (depthwise3_same(wg)) {
+    status = for_each_plane(g[12] * g[13], nt, depthwise3_floats(wg), depthwise3_plane, job);
   } else {
     status = for_each_plane(g[12] * g[13], nt, wg->floats, depthwise_plane, job);
   }
