@@ -121,6 +121,24 @@ def test_conv_bias_residual_relu_run_as_one_native_call(threads):
     assert_same([got], [expected], atol=1e-5)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("n", "c", "o", "hw"), [(1, 300, 40, 7), (2, 256, 70, 10),
+                                                 (1, 260, 32, 5), (1, 256, 17, 3)])
+def test_pointwise_conv_on_small_planes_applies_bias_residual_and_clip(threads, n, c, o, hw):
+    """1x1 convolutions with long reductions over planes that whole column blocks would
+    overshoot by a fifth (taken transposed, vectors along the output channels): planes that
+    tiles divide and do not, a partial panel of output channels, batches; the epilogue
+    applied after the transpose."""
+    data, weight = RNG.uniform(-1, 1, (n, c, hw, hw)), RNG.uniform(-1, 1, (o, c, 1, 1))
+    bias, res = RNG.uniform(-1, 1, (o, 1, 1)), RNG.uniform(-1, 1, (n, o, hw, hw))
+    got, expected, source = _fused(
+        "nn.conv2d", {}, [data.astype("float32"), weight.astype("float32")],
+        [("add", None, bias.astype("float32"), False), ("add", None, res.astype("float32"), True),
+         ("clip", {"a_min": -4.0, "a_max": 4.0}, None, False)], threads)
+    assert _body(source).count("\n    ") == 1 and "_conv2d_nchw(" in source
+    assert_same([got], [expected], atol=1e-4)
+
+
 def test_depthwise_bias_and_clip_fuse_in_nhwc():
     data, weight = RNG.uniform(-1, 1, (2, 7, 7, 20)), RNG.uniform(-2, 2, (3, 3, 20, 1))
     bias = RNG.uniform(-1, 1, (20,))

@@ -10,6 +10,9 @@
  * instruction set; -march=native picks the widest one.
  */
 #include <math.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,6 +280,26 @@ static void micro_tile(const float *restrict a, i64 rows, const float *restrict 
   }
 }
 
+/* The first n (< = VW) floats at p as a vector, the rest zero; and the first n lanes of v
+ * stored at p, nothing past them. */
+static inline vf load_first(const float *p, i64 n) {
+#if defined(__AVX512F__)
+  return (vf)_mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1), p);
+#else
+  vf v = {0};
+  memcpy(&v, p, (size_t)n * sizeof(float));
+  return v;
+#endif
+}
+
+static inline void store_first(float *p, vf v, i64 n) {
+#if defined(__AVX512F__)
+  _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1), (__m512)v);
+#else
+  memcpy(p, &v, (size_t)n * sizeof(float));
+#endif
+}
+
 static int direct_conv(const conv_geom *cv) {
   return cv->kh == 1 && cv->kw == 1 && cv->sh == 1 && cv->sw == 1 && cv->pt == 0 &&
          cv->pl == 0 && cv->oh == cv->h && cv->ow == cv->w;
@@ -512,6 +535,143 @@ static int conv2d_winograd(const conv_geom *cv, const float *x, const float *u, 
   return failed ? -1 : 0;
 }
 
+/* Transposes the VW x VW block of rows r in place (r[i][k] becomes r[k][i]): log2(VW)
+ * rounds, each exchanging the off-diagonal halves of d x d sub-blocks. */
+static inline __attribute__((always_inline)) void transpose_block(vf *r) {
+#if defined(__clang__)
+  float t[VW][VW];
+  for (int i = 0; i < VW; i++)
+    for (int k = 0; k < VW; k++) t[k][i] = r[i][k];
+  for (int i = 0; i < VW; i++)
+    for (int k = 0; k < VW; k++) r[i][k] = t[i][k];
+#else
+#pragma GCC unroll 4
+  for (int d = VW / 2; d >= 1; d /= 2) {
+    vi ma, mb;
+#pragma GCC unroll 16
+    for (int k = 0; k < VW; k++) {
+      ma[k] = (k & d) ? VW + k - d : k;
+      mb[k] = (k & d) ? VW + k : k + d;
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < VW; i++) {
+      if (i & d) continue;
+      const vf a = r[i], b = r[i + d];
+      r[i] = __builtin_shuffle(a, b, ma);
+      r[i + d] = __builtin_shuffle(a, b, mb);
+    }
+  }
+#endif
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Pointwise (1x1, stride 1, unpadded, ungrouped) convolutions with long reductions over
+ * planes that whole NR-column blocks would overshoot by a fifth or more (a 7x7 plane is 49
+ * columns of 64 computed): the product is taken transposed, out^T[P, O] = X^T[P, K] x
+ * W^T[K, O], with vectors along the output channels (the weights, prepared as panels of TO
+ * channels: wt[(q * K + k) * TO + j] = W[q * TO + j][k]) and each tile's rows TP
+ * consecutive positions whose inputs are broadcast straight from the data. TP divides the
+ * plane where it can, so nothing is computed for nothing; each tile is transposed back
+ * through the epilogue, which is what the long reduction pays for. (At 14x14, where blocks
+ * waste an eighth, the transposed form ran slower inside MobileNetV2 at 2 threads.)
+ */
+#define TNV 2                /* vectors of output channels per tile */
+#define TO (TNV * VW)        /* output channels per tile */
+#define TP_MAX 14            /* positions per tile, at most */
+#define TRANSPOSED_MIN_K 256 /* reductions at least this long */
+
+static int use_transposed(const conv_geom *cv) {
+  const i64 computed = cv->blocks * NR;
+  return direct_conv(cv) && cv->groups == 1 && cv->k >= TRANSPOSED_MIN_K &&
+         (computed - cv->p) * 5 >= computed;
+}
+
+/* Positions per tile: the largest count up to TP_MAX that leaves the fewest positions over
+ * in the last tile. */
+static i64 transposed_rows(i64 p) {
+  i64 best = TP_MAX, waste = -1;
+  for (i64 tp = TP_MAX; tp >= TP_MAX / 2; tp--) {
+    const i64 w = (p + tp - 1) / tp * tp - p;
+    if (waste < 0 || w < waste) { best = tp; waste = w; }
+  }
+  return best;
+}
+
+/* acc[i][v] = sum over k < kc of x[k * ldx + i] * wt[k * TO + v * VW], for i < tp. */
+static inline __attribute__((always_inline)) void transposed_sums(
+    vf acc[TP_MAX][TNV], const float *restrict wt, const float *restrict x, i64 ldx, i64 kc,
+    const int tp) {
+  for (int i = 0; i < tp; i++)
+    for (int v = 0; v < TNV; v++) acc[i][v] = (vf){0};
+  for (i64 k = 0; k < kc; k++) {
+    vf wk[TNV];
+    for (int v = 0; v < TNV; v++) wk[v] = *(const vf *)(wt + k * TO + v * VW);
+    for (int i = 0; i < tp; i++) {
+      const float s = x[k * ldx + i];
+      for (int v = 0; v < TNV; v++) acc[i][v] += s * wk[v];
+    }
+  }
+}
+
+/* The tile's sums into tile[i * TO + j] (tp rows), with tp a constant. */
+static void transposed_tile(float *tile, const float *wt, const float *x, i64 ldx, i64 kc,
+                            i64 tp) {
+  vf acc[TP_MAX][TNV];
+#define TP_CASE(T)                                   \
+  case T:                                            \
+    transposed_sums(acc, wt, x, ldx, kc, T);         \
+    for (int i = 0; i < T; i++)                      \
+      for (int v = 0; v < TNV; v++) *(vf *)(tile + i * TO + v * VW) = acc[i][v]; \
+    break;
+  switch (tp) {
+    TP_CASE(1) TP_CASE(2) TP_CASE(3) TP_CASE(4) TP_CASE(5) TP_CASE(6) TP_CASE(7)
+    TP_CASE(8) TP_CASE(9) TP_CASE(10) TP_CASE(11) TP_CASE(12) TP_CASE(13) TP_CASE(14)
+    default: break;
+  }
+#undef TP_CASE
+}
+
+/* Packs the O x K matrix w into panels of TO rows, transposed (see above); rows past O are
+ * zero. */
+static void pack_transposed(float *restrict wt, const float *restrict w, i64 o, i64 k) {
+  for (i64 q = 0; q < (o + TO - 1) / TO; q++)
+    for (i64 kk = 0; kk < k; kk++)
+      for (i64 j = 0; j < TO; j++)
+        wt[(q * k + kk) * TO + j] = q * TO + j < o ? w[(q * TO + j) * k + kk] : 0.0f;
+}
+
+static void conv2d_transposed(const conv_geom *cv, const float *x, const float *wt, float *y,
+                              const float *bias, const float *res, int nt, float lo,
+                              float hi) {
+  const i64 tp = transposed_rows(cv->p), groups = (cv->p + tp - 1) / tp;
+  const i64 panels = (cv->o + TO - 1) / TO, tiles = cv->n * panels * groups;
+  const vf vlo = (vf){0} + lo, vhi = (vf){0} + hi;
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (i64 t = 0; t < tiles; t++) {
+    float tile[TP_MAX * TO] __attribute__((aligned(64)));
+    const i64 b = t / (panels * groups), q = t / groups % panels, p0 = t % groups * tp;
+    const i64 rows = min64(tp, cv->p - p0);
+    transposed_tile(tile, wt + q * cv->k * TO, x + b * cv->c * cv->p + p0, cv->p, cv->k,
+                    rows);
+    for (i64 i0 = 0; i0 < rows; i0 += VW) {
+      const i64 n = min64(VW, rows - i0);
+      for (int v = 0; v < TNV; v++) {
+        vf r[VW];
+        for (i64 i = 0; i < VW; i++)
+          r[i] = i < n ? *(const vf *)(tile + (i0 + i) * TO + v * VW) : (vf){0};
+        transpose_block(r);
+        for (i64 j = 0; j < VW; j++) {
+          const i64 oc = q * TO + v * VW + j, at = (b * cv->o + oc) * cv->p + p0 + i0;
+          if (oc >= cv->o) break;
+          vf out = r[j] + (bias ? bias[oc] : 0.0f);
+          if (res) out += load_first(res + at, n);
+          store_first(y + at, vclamp(out, vlo, vhi), n);
+        }
+      }
+    }
+  }
+}
+
 /* Whether the threads pack all columns first (several chunks of output channels share them);
  * never for 1x1 convolutions, whose full column blocks are read straight from the data. */
 static int shared_cols(const conv_geom *cv) { return cv->chunks > 1 && !direct_conv(cv); }
@@ -530,6 +690,7 @@ i64 ph_conv2d_nchw_scratch(const i64 *g) {
 i64 ph_conv2d_nchw_prepared(const i64 *g) {
   const conv_geom cv = conv_geometry(g);
   if (use_winograd(&cv)) return 16 * cv.panels * MR * cv.c;
+  if (use_transposed(&cv)) return (cv.o + TO - 1) / TO * TO * cv.k;
   return cv.groups * cv.panels * MR * cv.k;
 }
 
@@ -538,6 +699,10 @@ i64 ph_conv2d_nchw_prepared(const i64 *g) {
  * each O x C in panels. Returns 0, or -1 when memory runs out. */
 int ph_conv2d_nchw_prepare(const float *w, float *prep, const i64 *g) {
   const conv_geom cv = conv_geometry(g);
+  if (use_transposed(&cv)) {
+    pack_transposed(prep, w, cv.o, cv.k);
+    return 0;
+  }
   if (!use_winograd(&cv)) {
     for (i64 grp = 0; grp < cv.groups; grp++)
       pack_panels(prep + grp * cv.panels * MR * cv.k, w + grp * cv.og * cv.k, cv.og, cv.k);
@@ -560,6 +725,10 @@ int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bia
   const int nt = num_threads(g[16]);
   if (use_winograd(&cv)) return conv2d_winograd(&cv, x, prep, y, bias, res, cols, nt,
                                                 bounds[0], bounds[1]);
+  if (use_transposed(&cv)) {
+    conv2d_transposed(&cv, x, prep, y, bias, res, nt, bounds[0], bounds[1]);
+    return 0;
+  }
   const int shared = shared_cols(&cv);
   i64 *ranges = malloc(sizeof(i64) * 2 * (size_t)(cv.kw + cv.kh));
   if (!ranges) return -1;
@@ -829,35 +998,6 @@ static i64 small_rows(const window_geom *wg) {
 
 static i64 small_cols(const window_geom *wg) {
   return (wg->ow - 1) * wg->sw + (wg->kw - 1) * wg->dw + 1;
-}
-
-/* Transposes the VW x VW block of rows r in place (r[i][k] becomes r[k][i]): log2(VW)
- * rounds, each exchanging the off-diagonal halves of d x d sub-blocks. */
-static inline __attribute__((always_inline)) void transpose_block(vf *r) {
-#if defined(__clang__)
-  float t[VW][VW];
-  for (int i = 0; i < VW; i++)
-    for (int k = 0; k < VW; k++) t[k][i] = r[i][k];
-  for (int i = 0; i < VW; i++)
-    for (int k = 0; k < VW; k++) r[i][k] = t[i][k];
-#else
-#pragma GCC unroll 4
-  for (int d = VW / 2; d >= 1; d /= 2) {
-    vi ma, mb;
-#pragma GCC unroll 16
-    for (int k = 0; k < VW; k++) {
-      ma[k] = (k & d) ? VW + k - d : k;
-      mb[k] = (k & d) ? VW + k : k + d;
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < VW; i++) {
-      if (i & d) continue;
-      const vf a = r[i], b = r[i + d];
-      r[i] = __builtin_shuffle(a, b, ma);
-      r[i + d] = __builtin_shuffle(a, b, mb);
-    }
-  }
-#endif
 }
 
 static void depthwise_small_group(const void *ctx, i64 t, float *buf) {
