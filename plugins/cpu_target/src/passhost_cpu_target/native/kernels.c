@@ -163,31 +163,46 @@ static void tap_offsets(i64 *off, const window_geom *wg) {
  * MCP micro-panels covers every output channel, each task packs its own KC x NR panel just
  * before using it; otherwise the threads first pack all panels into the `cols` scratch
  * (conv2d_nchw_scratch floats) so that the chunks of output channels share them.
- * Tasks (chunk of output channels, span of NB column blocks) are split statically.
+ * Tasks (chunk of output channels, span of column blocks) are split statically: the
+ * threads' shares are equal by construction, and a shared counter handing out tasks one at
+ * a time (dynamic scheduling) cost more than the imbalance it saves, its cache line moving
+ * between the cores on every task.
  */
 typedef struct {
   i64 n, c, h, w, o, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, groups;
-  i64 cg, og, k, p, panels, chunks, chunk_panels, blocks, spans, span_blocks;
+  i64 cg, og, k, p, panels, chunks, blocks, spans;
   i64 *ox_range, *oy_range;
 } conv_geom;
 
 static conv_geom conv_geometry(const i64 *g) {
   conv_geom cv = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7],
                   g[8], g[9], g[10], g[11], g[12], g[13], g[14], g[15],
-                  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL};
+                  0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL};
   cv.cg = cv.c / cv.groups;
   cv.og = cv.o / cv.groups;
   cv.k = cv.cg * cv.kh * cv.kw;
   cv.p = cv.oh * cv.ow;
   cv.panels = (cv.og + MR - 1) / MR;
   cv.chunks = (cv.panels + MCP - 1) / MCP;
-  cv.chunk_panels = (cv.panels + cv.chunks - 1) / cv.chunks; /* balanced, at most MCP */
   cv.blocks = (cv.p + NR - 1) / NR;
   cv.spans = (cv.blocks + NB - 1) / NB;
-  cv.span_blocks = (cv.blocks + cv.spans - 1) / cv.spans; /* balanced, at most NB */
   return cv;
 }
 
+
+/* Item i of n near-equal parts of [0, total): [*lo, *hi). Chunks of output channels are parts
+ * of the panels (at most MCP each), spans parts of the column blocks (at most NB each). */
+static void part_range(i64 total, i64 n, i64 i, i64 *lo, i64 *hi) {
+  *lo = total * i / n;
+  *hi = total * (i + 1) / n;
+}
+
+/* The spans for nt threads: a multiple of nt where there are blocks enough, so that the
+ * threads' equal shares of the tasks are equal work. */
+static i64 spans_for(const conv_geom *cv, int nt) {
+  const i64 even = (cv->spans + nt - 1) / nt * nt;
+  return even <= cv->blocks ? even : cv->spans;
+}
 
 /* bp[kk][j] = cols[k0 + kk][p0 + j] for kk < kc (zero past `width` and in the padding). */
 static void pack_cols(float *restrict bp, const float *restrict xg, const conv_geom *cv,
@@ -497,12 +512,13 @@ static int conv2d_winograd(const conv_geom *cv, const float *x, const float *u, 
       for (i64 ch = 0; ch < c; ch++)
         phase_planes(planes + ch * 4 * wn.wg.phase, x + (b * c + ch) * cv->h * cv->w, &wn.wg,
                      0.0f);
-#pragma omp for schedule(dynamic)
+#pragma omp for schedule(static)
       for (i64 t = 0; t < tasks; t++) {
         if (!v) continue;
         const i64 ty0 = (t % wn.row_groups) * wn.rows, chunk = t / wn.row_groups;
         const i64 nrows = min64(wn.rows, wn.th - ty0);
-        const i64 q0 = chunk * cv->chunk_panels, q1 = min64(cv->panels, q0 + cv->chunk_panels);
+        i64 q0, q1;
+        part_range(cv->panels, cv->chunks, chunk, &q0, &q1);
         for (i64 ch = 0; ch < c; ch++)
           for (i64 r = 0; r < nrows; r++)
             wino_input_row(v + ch * NR + r * wn.twv, c * NR, planes + ch * 4 * wn.wg.phase, &wn,
@@ -741,6 +757,7 @@ int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bia
     valid_range(cv.oh, cv.sh, t * cv.dh - cv.pt, cv.h, &cv.oy_range[2 * t],
                 &cv.oy_range[2 * t + 1]);
   const float lo = bounds[0], hi = bounds[1];
+  cv.spans = spans_for(&cv, nt);
   const i64 kslabs = (cv.k + KC - 1) / KC, tasks = cv.chunks * cv.spans;
   const tile_out proto = {y, res, bias, cv.p, 0, lo, hi};
   int failed = 0;
@@ -764,12 +781,12 @@ int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bia
                     min64(NR, cv.p - blk * NR));
         }
       }
-#pragma omp for schedule(dynamic)
+#pragma omp for schedule(static)
       for (i64 t = 0; t < tasks; t++) {
         if (!cb) continue;
-        const i64 span = t % cv.spans, chunk = t / cv.spans;
-        const i64 blk0 = span * cv.span_blocks, blk1 = min64(cv.blocks, blk0 + cv.span_blocks);
-        const i64 q0 = chunk * cv.chunk_panels, q1 = min64(cv.panels, q0 + cv.chunk_panels);
+        i64 blk0, blk1, q0, q1;
+        part_range(cv.blocks, cv.spans, t % cv.spans, &blk0, &blk1);
+        part_range(cv.panels, cv.chunks, t / cv.spans, &q0, &q1);
         conv_task(&cv, xg, wg, shared ? cols : NULL, bp, cb, q0, q1, blk0, blk1, &proto, b,
                   grp);
         const i64 last = blk1 - 1, p0 = last * NR;
@@ -791,8 +808,9 @@ int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bia
   return failed ? -1 : 0;
 }
 
-/* Calls plane(ctx, t, buf) for every plane t in [0, planes) on nt threads, each with a
- * zeroed buffer of `floats` floats; 0, or -1 when a buffer cannot be allocated. */
+/* Calls plane(ctx, t, buf) for every plane t in [0, planes) on nt threads, in equal
+ * contiguous shares (planes are equal work), each with a zeroed buffer of `floats` floats;
+ * 0, or -1 when a buffer cannot be allocated. */
 typedef void (*plane_fn)(const void *ctx, i64 t, float *buf);
 
 static int for_each_plane(i64 planes, int nt, i64 floats, plane_fn plane, const void *ctx) {
@@ -804,7 +822,7 @@ static int for_each_plane(i64 planes, int nt, i64 floats, plane_fn plane, const 
 #pragma omp atomic write
       failed = 1;
     }
-#pragma omp for schedule(dynamic)
+#pragma omp for schedule(static)
     for (i64 t = 0; t < planes; t++)
       if (buf) plane(ctx, t, buf);
     free(buf);
