@@ -180,7 +180,8 @@ def test_nchw_depthwise_on_large_planes_applies_bias_residual_and_clip(threads, 
                                                    (4, 1, 1)])
 def test_nchw_depthwise_on_small_planes_applies_bias_residual_and_clip(threads, hw, stride,
                                                                         pad):
-    """Planes of at most 256 outputs (channels transposed in blocks): a partial block of
+    """Planes of at most 256 outputs (channels transposed in blocks, except same-padded
+    3x3 stride-1 planes with rows of 14, which take the row path): a partial block of
     channels, inputs the windows use in full or in part, outputs in whole and partial
     vectors of positions."""
     c = 21

@@ -949,7 +949,9 @@ static void depthwise_block_any(const window_job *job, const float *src, i64 str
 /* 3x3, stride-1, undilated depthwise convolutions padded by one on every side keep the
  * output's size; they read the plane from a copy in `buf` with a zero row above and below
  * and each row's data from column VW of a row of depthwise3_stride floats, zero around it
- * (written once per buffer: every plane writes the same places). */
+ * (written once per buffer: every plane writes the same places). Rows of at least three
+ * quarters of a vector take this path whatever the plane's size (14x14 ran 0.8x the time of
+ * the small-plane path); narrower ones waste too much of each vector. */
 static int depthwise3_same(const window_geom *wg) {
   return wg->kh == 3 && wg->kw == 3 && wg->sh == 1 && wg->sw == 1 && wg->dh == 1 &&
          wg->dw == 1 && wg->pt == 1 && wg->pl == 1 && wg->oh == wg->h && wg->ow == wg->w;
@@ -1110,13 +1112,13 @@ int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bia
   const window_geom *wg = &job->wg;
   const int nt = num_threads(g[14]);
   int status;
-  if (wg->oh * wg->ow <= SMALL_PLANE) {
+  if (depthwise3_same(wg) && wg->ow >= VW - VW / 4) {
+    status = for_each_plane(g[12] * g[13], nt, depthwise3_floats(wg), depthwise3_plane, job);
+  } else if (wg->oh * wg->ow <= SMALL_PLANE) {
     const i64 floats = (small_rows(wg) * small_cols(wg) + wg->oh * wg->ow + wg->kh * wg->kw) * VW +
                        wg->oh * wg->ow;
     status = for_each_plane(g[12] * ((g[13] + VW - 1) / VW), nt, floats, depthwise_small_group,
                             job);
-  } else if (depthwise3_same(wg)) {
-    status = for_each_plane(g[12] * g[13], nt, depthwise3_floats(wg), depthwise3_plane, job);
   } else {
     status = for_each_plane(g[12] * g[13], nt, wg->floats, depthwise_plane, job);
   }
