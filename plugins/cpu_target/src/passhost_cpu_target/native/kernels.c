@@ -884,10 +884,11 @@ static inline __attribute__((always_inline)) void depthwise_store(
   }
 }
 
-/* The sums of depthwise_block. Generic: tap by tap, rows `stride` apart from `src`, the tap
- * offsets from job->off. `three` (3x3, stride 1, undilated, with rows `stride` apart and
- * columns one apart): input row by input row, so that each vector loaded feeds the (up to
- * three) output rows whose windows cover it, which halves the loads. */
+/* The sums of depthwise_block. Generic (three = 0): tap by tap, rows `stride` apart from
+ * `src`, the tap offsets from job->off. 3x3 undilated with stride three (1 or 2): input row
+ * by input row (rows `stride` apart), so that each vector loaded feeds every output row
+ * whose window covers it. Stride 1 reads columns one apart; stride 2 reads the row's even
+ * and odd columns split in two halves of stride / 2 floats (see depthwise3s2_plane). */
 static inline __attribute__((always_inline)) void depthwise_block(
     const window_job *job, const float *src, i64 stride, const float *wc, i64 n, float *dst,
     const float *bias, const float *res, float *tmp, i64 room, const int nr, const int nv,
@@ -896,15 +897,17 @@ static inline __attribute__((always_inline)) void depthwise_block(
   for (int r = 0; r < nr; r++)
     for (int v = 0; v < nv; v++) a[r][v] = (vf){0};
   if (three) {
-#pragma GCC unroll 8
-    for (int j = 0; j < nr + 2; j++) {
+    const i64 col[3] = {0, three == 1 ? 1 : stride / 2 + 1, three == 1 ? 2 : 1};
+#pragma GCC unroll 16
+    for (int j = 0; j < (nr - 1) * three + 3; j++) {
 #pragma GCC unroll 3
       for (int kx = 0; kx < 3; kx++) {
         vf in[4];
-        for (int v = 0; v < nv; v++) in[v] = *(const vf *)(src + j * stride + kx + v * VW);
+        for (int v = 0; v < nv; v++)
+          in[v] = *(const vf *)(src + j * stride + col[kx] + v * VW);
 #pragma GCC unroll 4
         for (int r = 0; r < nr; r++) {
-          const int ky = j - r;
+          const int ky = j - three * r;
           if (ky < 0 || ky > 2) continue;
           const vf wt = (vf){0} + wc[ky * 3 + kx];
           for (int v = 0; v < nv; v++) a[r][v] += wt * in[v];
@@ -937,8 +940,10 @@ static void depthwise_block_any(const window_job *job, const float *src, i64 str
     default: DW_CASE(R, 4, T);   \
   }
   const int nv = (int)((n + VW - 1) / VW);
-  if (three) {
+  if (three == 1) {
     if (nr == DW_ROWS) DW_CASES(DW_ROWS, 1) else DW_CASES(1, 1)
+  } else if (three == 2) {
+    if (nr == DW_ROWS) DW_CASES(DW_ROWS, 2) else DW_CASES(1, 2)
   } else {
     if (nr == DW_ROWS) DW_CASES(DW_ROWS, 0) else DW_CASES(1, 0)
   }
@@ -966,8 +971,8 @@ static i64 depthwise3_floats(const window_geom *wg) {
   return (wg->h + 2) * depthwise3_stride(wg) + VW;
 }
 
-/* Runs the output rows of plane t (its padded input at `src`, rows `stride` apart) in
- * blocks of DW_ROWS rows and BLOCK columns. */
+/* Runs the output rows of plane t (its padded input at `src`, rows `stride` apart, output
+ * row oy at row oy * max(three, 1)) in blocks of DW_ROWS rows and BLOCK columns. */
 static void depthwise_rows(const window_job *job, i64 t, const float *src, i64 stride,
                            float *tmp, int three) {
   const window_geom *wg = &job->wg;
@@ -979,7 +984,8 @@ static void depthwise_rows(const window_job *job, i64 t, const float *src, i64 s
     const float *res = job->res ? job->res + at : NULL;
     /* right to left: a partial vector's spill into the next row's start is overwritten */
     for (i64 ox = (wg->ow - 1) / BLOCK * BLOCK; ox >= 0; ox -= BLOCK)
-      depthwise_block_any(job, src + oy * stride + ox, stride, wc, min64(BLOCK, wg->ow - ox),
+      depthwise_block_any(job, src + oy * (three ? three : 1) * stride + ox, stride, wc,
+                          min64(BLOCK, wg->ow - ox),
                           job->y + at + ox, bias, res ? res + ox : NULL, tmp,
                           (wg->oh - oy) * wg->ow - ox, nr, three);
     oy += nr;
@@ -998,6 +1004,52 @@ static void depthwise3_plane(const void *ctx, i64 t, float *buf) {
     for (i64 j = whole; j < w; j++) d[j] = s[j];
   }
   depthwise_rows(job, t, buf + VW - 1, stride, buf + (wg->h + 2) * stride, 1);
+}
+
+/* 3x3, stride-2, undilated depthwise convolutions padded by one at the top and left (and
+ * by what the last window needs at the bottom and right) read each padded input row from
+ * `buf` split into its even columns (from the left padding on) and its odd ones, halves of
+ * depthwise3s2_half floats, so that the three taps of a row are whole vectors: output
+ * column ox reads even[ox], odd[ox] and even[ox + 1]. Rows as in depthwise3_plane. Small
+ * planes (a 14x14 output) ran faster on the small-plane path. */
+static int depthwise3s2(const window_geom *wg) {
+  return wg->kh == 3 && wg->kw == 3 && wg->sh == 2 && wg->sw == 2 && wg->dh == 1 &&
+         wg->dw == 1 && wg->pt == 1 && wg->pl == 1 && wg->oh == (wg->h + 1) / 2 &&
+         wg->ow == (wg->w + 1) / 2;
+}
+
+static i64 depthwise3s2_half(const window_geom *wg) {
+  return (wg->ow + 1 + VW - 1) / VW * VW + VW;
+}
+
+static i64 depthwise3s2_floats(const window_geom *wg) {
+  return (wg->h + 2) * 2 * depthwise3s2_half(wg) + VW;
+}
+
+static void depthwise3s2_plane(const void *ctx, i64 t, float *buf) {
+  const window_job *job = ctx;
+  const window_geom *wg = &job->wg;
+  const i64 half = depthwise3s2_half(wg), w = wg->w;
+  vi even, odd;
+  for (int j = 0; j < VW; j++) {
+    even[j] = 2 * j;
+    odd[j] = 2 * j + 1;
+  }
+  const float *x = job->x + t * wg->h * w;
+  for (i64 iy = 0; iy < wg->h; iy++) {
+    /* padded column 2j is data column 2j - 1 (odd), padded column 2j + 1 data column 2j */
+    float *e = buf + (iy + 1) * 2 * half + VW - 1, *o = e + half + 1;
+    const float *s = x + iy * w;
+    i64 j = 0;
+    for (; 2 * j + 2 * VW <= w; j += VW) {
+      const vf lo = *(const vf *)(s + 2 * j), hi = *(const vf *)(s + 2 * j + VW);
+      *(vf *)(o + j) = __builtin_shuffle(lo, hi, even);
+      *(vf *)(e + 1 + j) = __builtin_shuffle(lo, hi, odd);
+    }
+    for (i64 k = j; 2 * k < w; k++) o[k] = s[2 * k];
+    for (i64 k = j; 2 * k + 1 < w; k++) e[1 + k] = s[2 * k + 1];
+  }
+  depthwise_rows(job, t, buf + VW - 1, 2 * half, buf + (wg->h + 2) * 2 * half, 2);
 }
 
 static void depthwise_plane(const void *ctx, i64 t, float *buf) {
@@ -1119,6 +1171,8 @@ int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bia
                        wg->oh * wg->ow;
     status = for_each_plane(g[12] * ((g[13] + VW - 1) / VW), nt, floats, depthwise_small_group,
                             job);
+  } else if (depthwise3s2(wg)) {
+    status = for_each_plane(g[12] * g[13], nt, depthwise3s2_floats(wg), depthwise3s2_plane, job);
   } else {
     status = for_each_plane(g[12] * g[13], nt, wg->floats, depthwise_plane, job);
   }
