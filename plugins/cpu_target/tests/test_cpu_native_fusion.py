@@ -139,6 +139,28 @@ def test_pointwise_conv_on_small_planes_applies_bias_residual_and_clip(threads, 
     assert_same([got], [expected], atol=1e-4)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("n", "c", "o", "hw", "k", "pad"),
+                         [(1, 16, 20, 14, 3, 1), (1, 40, 70, 7, 3, 1), (1, 8, 9, 6, 3, 0),
+                          (2, 12, 24, 14, 3, 1), (1, 8, 12, 15, 2, 0), (1, 130, 17, 7, 3, 1)])
+def test_stride_one_conv_on_the_wide_grid_applies_bias_residual_and_clip(threads, n, c, o, hw,
+                                                                         k, pad):
+    """Stride-1 convolutions whose wide grid (padded width x output rows) rounds up to no
+    more column blocks than the plane: the columns read in place from the padded planes,
+    the reduction tap by tap (over more than one slab of channels), the dropped outputs
+    skipped by the epilogue, a partial panel of output channels, batches."""
+    data, weight = RNG.uniform(-1, 1, (n, c, hw, hw)), RNG.uniform(-1, 1, (o, c, k, k))
+    out = hw + 2 * pad - k + 1
+    bias, res = RNG.uniform(-1, 1, (o, 1, 1)), RNG.uniform(-1, 1, (n, o, out, out))
+    got, expected, source = _fused(
+        "nn.conv2d", {"padding": (pad,) * 4},
+        [data.astype("float32"), weight.astype("float32")],
+        [("add", None, bias.astype("float32"), False), ("add", None, res.astype("float32"), True),
+         ("clip", {"a_min": -4.0, "a_max": 4.0}, None, False)], threads)
+    assert _body(source).count("\n    ") == 1 and "_conv2d_nchw(" in source
+    assert_same([got], [expected], atol=1e-4)
+
+
 def test_depthwise_bias_and_clip_fuse_in_nhwc():
     data, weight = RNG.uniform(-1, 1, (2, 7, 7, 20)), RNG.uniform(-2, 2, (3, 3, 20, 1))
     bias = RNG.uniform(-1, 1, (20,))

@@ -688,6 +688,143 @@ static void conv2d_transposed(const conv_geom *cv, const float *x, const float *
   }
 }
 
+/* ---------------------------------------------------------------------------------------
+ * Stride-1, undilated, ungrouped convolutions with a kernel larger than 1x1 that take
+ * neither Winograd nor the transposed form are computed on the "wide" output grid of the
+ * zero-padded input: with the planes padded to hp x wq (wq = OW + KW - 1), tap (ky, kx) of
+ * wide output p = oy * wq + ox is padded[c][p + ky * wq + kx], so with the reduction ordered
+ * tap by tap (k = tap * C + c; the weights are prepared in that order) every row of the
+ * column matrix is a contiguous stretch of the padded planes, read in place: nothing is
+ * packed. Outputs with ox >= OW are computed and dropped, which costs no more than rounding
+ * the plane up to whole blocks where the wide grid rounds up to as many blocks (14x14:
+ * 14 x 16 = 224 = 7 blocks; 7x7: 63 -> 2 blocks); elsewhere the packed path runs.
+ */
+typedef struct {
+  i64 hp, wq, plane, wide, blocks, spans;
+} implicit_geom;
+
+static implicit_geom implicit_geometry(const conv_geom *cv) {
+  implicit_geom ig;
+  ig.hp = cv->oh + cv->kh - 1;
+  ig.wq = cv->ow + cv->kw - 1;
+  ig.plane = ig.hp * ig.wq;
+  ig.wide = cv->oh * ig.wq;
+  ig.blocks = (ig.wide + NR - 1) / NR;
+  ig.spans = (ig.blocks + NB - 1) / NB;
+  return ig;
+}
+
+static int use_implicit(const conv_geom *cv) {
+  if (cv->groups != 1 || cv->sh != 1 || cv->sw != 1 || cv->dh != 1 || cv->dw != 1 ||
+      cv->kh * cv->kw == 1 || use_winograd(cv) || use_transposed(cv))
+    return 0;
+  return implicit_geometry(cv).blocks <= cv->blocks;
+}
+
+/* Floats of the padded planes: C planes, then slack for the taps of the last block's
+ * dropped outputs. */
+static i64 implicit_floats(const conv_geom *cv) {
+  const implicit_geom ig = implicit_geometry(cv);
+  return cv->c * ig.plane + ig.blocks * NR + ig.wq * cv->kh + cv->kw;
+}
+
+/* Padded plane of channel c of image b (zero around the data), written whole. */
+static void implicit_plane(float *restrict pp, const float *restrict x, const conv_geom *cv,
+                           const implicit_geom *ig) {
+  for (i64 i = 0; i < ig->hp; i++) {
+    float *d = pp + i * ig->wq;
+    const i64 iy = i - cv->pt;
+    i64 lo = 0, hi = 0;
+    if (iy >= 0 && iy < cv->h) {
+      lo = min64(ig->wq, cv->pl);
+      hi = min64(ig->wq, cv->pl + cv->w);
+      memcpy(d + lo, x + iy * cv->w + lo - cv->pl, (size_t)(hi - lo) * sizeof(float));
+    }
+    for (i64 j = 0; j < lo; j++) d[j] = 0.0f;
+    for (i64 j = hi; j < ig->wq; j++) d[j] = 0.0f;
+  }
+}
+
+/* Raw sums of micro-panels [q0, q1) x wide blocks [blk0, blk1) into cb. */
+static void implicit_task(const conv_geom *cv, const implicit_geom *ig, const float *planes,
+                          const float *wp, float *cb, i64 q0, i64 q1, i64 blk0, i64 blk1) {
+  for (i64 tap = 0; tap < cv->kh * cv->kw; tap++) {
+    const i64 off = tap / cv->kw * ig->wq + tap % cv->kw;
+    for (i64 c0 = 0; c0 < cv->c; c0 += KC) {
+      const i64 kc = min64(KC, cv->c - c0), k0 = tap * cv->c + c0;
+      for (i64 blk = blk0; blk < blk1; blk++) {
+        const float *panel = planes + c0 * ig->plane + off + blk * NR;
+        for (i64 q = q0; q < q1; q++)
+          micro_tile(wp + (q * cv->k + k0) * MR, min64(MR, cv->o - q * MR), panel, ig->plane,
+                     kc, cb + ((blk - blk0) * MCP + q - q0) * MR * NR, k0 > 0, NULL);
+      }
+    }
+  }
+}
+
+/* The tiles of a task through the epilogue into image b's output, wide outputs with
+ * ox >= OW dropped. */
+static void implicit_store(const conv_geom *cv, const implicit_geom *ig, const float *cb,
+                           float *y, const float *bias, const float *res, i64 b, i64 q0,
+                           i64 q1, i64 blk0, i64 blk1, float lo, float hi) {
+  for (i64 blk = blk0; blk < blk1; blk++) {
+    for (i64 q = q0; q < q1; q++) {
+      const float *tile = cb + ((blk - blk0) * MCP + q - q0) * MR * NR;
+      for (i64 i = 0; i < min64(MR, cv->o - q * MR); i++) {
+        const i64 m = q * MR + i;
+        for (i64 p = blk * NR; p < min64((blk + 1) * NR, ig->wide);) {
+          const i64 oy = p / ig->wq, ox = p % ig->wq;
+          const i64 n = min64(cv->ow - ox, (blk + 1) * NR - p);
+          if (n > 0) {
+            const i64 at = (b * cv->o + m) * cv->p + oy * cv->ow + ox;
+            epilogue(y + at, tile + i * NR + p - blk * NR, n, bias ? bias + m : NULL, 0,
+                     res ? res + at : NULL, lo, hi);
+          }
+          p += ox < cv->ow ? max64(n, 1) : ig->wq - ox;
+        }
+      }
+    }
+  }
+}
+
+/* `planes`: implicit_floats floats; `wp`: the weights in panels, reduction tap by tap. */
+static int conv2d_implicit(const conv_geom *cv, const float *x, const float *wp, float *y,
+                           const float *bias, const float *res, float *planes, int nt,
+                           float lo, float hi) {
+  const implicit_geom ig = implicit_geometry(cv);
+  const i64 spans = min64(ig.blocks, (ig.spans + nt - 1) / nt * nt);
+  const i64 tasks = cv->chunks * spans, tail = implicit_floats(cv) - cv->c * ig.plane;
+  int failed = 0;
+#pragma omp parallel num_threads(nt)
+  {
+    float *cb = aligned_floats(NB * MCP * MR * NR, 0);
+    if (!cb) {
+#pragma omp atomic write
+      failed = 1;
+    }
+    for (i64 b = 0; b < cv->n; b++) {
+#pragma omp for schedule(static)
+      for (i64 c = 0; c <= cv->c; c++) {
+        if (c == cv->c)
+          memset(planes + c * ig.plane, 0, (size_t)tail * sizeof(float));
+        else
+          implicit_plane(planes + c * ig.plane, x + (b * cv->c + c) * cv->h * cv->w, cv, &ig);
+      }
+#pragma omp for schedule(static)
+      for (i64 t = 0; t < tasks; t++) {
+        if (!cb) continue;
+        i64 blk0, blk1, q0, q1;
+        part_range(ig.blocks, spans, t % spans, &blk0, &blk1);
+        part_range(cv->panels, cv->chunks, t / spans, &q0, &q1);
+        implicit_task(cv, &ig, planes, wp, cb, q0, q1, blk0, blk1);
+        implicit_store(cv, &ig, cb, y, bias, res, b, q0, q1, blk0, blk1, lo, hi);
+      }
+    }
+    free(cb);
+  }
+  return failed ? -1 : 0;
+}
+
 /* Whether the threads pack all columns first (several chunks of output channels share them);
  * never for 1x1 convolutions, whose full column blocks are read straight from the data. */
 static int shared_cols(const conv_geom *cv) { return cv->chunks > 1 && !direct_conv(cv); }
@@ -699,6 +836,7 @@ i64 ph_conv2d_nchw_scratch(const i64 *g) {
     const wino_geom wn = wino_geometry(&cv);
     return cv.c * 4 * wn.wg.phase + NR; /* slack: whole-vector reads */
   }
+  if (use_implicit(&cv)) return implicit_floats(&cv);
   return shared_cols(&cv) ? cv.blocks * cv.k * NR : 0;
 }
 
@@ -717,6 +855,18 @@ int ph_conv2d_nchw_prepare(const float *w, float *prep, const i64 *g) {
   const conv_geom cv = conv_geometry(g);
   if (use_transposed(&cv)) {
     pack_transposed(prep, w, cv.o, cv.k);
+    return 0;
+  }
+  if (use_implicit(&cv)) { /* OIHW -> O x (tap, C) */
+    const i64 taps = cv.kh * cv.kw;
+    float *t = malloc(sizeof(float) * (size_t)(cv.o * cv.k));
+    if (!t) return -1;
+    for (i64 o = 0; o < cv.o; o++)
+      for (i64 c = 0; c < cv.c; c++)
+        for (i64 tap = 0; tap < taps; tap++)
+          t[o * cv.k + tap * cv.c + c] = w[(o * cv.c + c) * taps + tap];
+    pack_panels(prep, t, cv.o, cv.k);
+    free(t);
     return 0;
   }
   if (!use_winograd(&cv)) {
@@ -745,6 +895,8 @@ int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bia
     conv2d_transposed(&cv, x, prep, y, bias, res, nt, bounds[0], bounds[1]);
     return 0;
   }
+  if (use_implicit(&cv)) return conv2d_implicit(&cv, x, prep, y, bias, res, cols, nt,
+                                               bounds[0], bounds[1]);
   const int shared = shared_cols(&cv);
   i64 *ranges = malloc(sizeof(i64) * 2 * (size_t)(cv.kw + cv.kh));
   if (!ranges) return -1;
