@@ -140,20 +140,23 @@ def test_pointwise_conv_on_small_planes_applies_bias_residual_and_clip(threads, 
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize(("n", "c", "o", "hw", "k", "pad"),
-                         [(1, 16, 20, 14, 3, 1), (1, 40, 70, 7, 3, 1), (1, 8, 9, 6, 3, 0),
-                          (2, 12, 24, 14, 3, 1), (1, 8, 12, 15, 2, 0), (1, 130, 17, 7, 3, 1)])
-def test_stride_one_conv_on_the_wide_grid_applies_bias_residual_and_clip(threads, n, c, o, hw,
-                                                                         k, pad):
-    """Stride-1 convolutions whose wide grid (padded width x output rows) rounds up to no
-    more column blocks than the plane: the columns read in place from the padded planes,
-    the reduction tap by tap (over more than one slab of channels), the dropped outputs
+@pytest.mark.parametrize(("n", "c", "o", "hw", "k", "stride", "pad"),
+                         [(1, 16, 20, 14, 3, 1, 1), (1, 40, 70, 7, 3, 1, 1), (1, 8, 9, 6, 3, 1, 0),
+                          (2, 12, 24, 14, 3, 1, 1), (1, 8, 12, 15, 2, 1, 0),
+                          (1, 130, 17, 7, 3, 1, 1), (1, 16, 24, 28, 3, 2, 1),
+                          (2, 8, 12, 14, 3, 2, 1), (1, 6, 10, 27, 5, 2, 2),
+                          (1, 3, 8, 160, 7, 2, 3)])
+def test_conv_on_the_wide_grid_applies_bias_residual_and_clip(threads, n, c, o, hw, k, stride,
+                                                              pad):
+    """Convolutions whose wide grid (output rows x the padded phase planes' width) rounds up
+    to about as many column blocks as the plane, at strides 1 and 2: the columns read in
+    place from the planes (over more than one slab of the reduction), the dropped outputs
     skipped by the epilogue, a partial panel of output channels, batches."""
     data, weight = RNG.uniform(-1, 1, (n, c, hw, hw)), RNG.uniform(-1, 1, (o, c, k, k))
-    out = hw + 2 * pad - k + 1
+    out = (hw + 2 * pad - k) // stride + 1
     bias, res = RNG.uniform(-1, 1, (o, 1, 1)), RNG.uniform(-1, 1, (n, o, out, out))
     got, expected, source = _fused(
-        "nn.conv2d", {"padding": (pad,) * 4},
+        "nn.conv2d", {"padding": (pad,) * 4, "strides": (stride, stride)},
         [data.astype("float32"), weight.astype("float32")],
         [("add", None, bias.astype("float32"), False), ("add", None, res.astype("float32"), True),
          ("clip", {"a_min": -4.0, "a_max": 4.0}, None, False)], threads)

@@ -262,18 +262,21 @@ static vf vclamp(vf v, vf lo, vf hi) {
   return (vf)(((vi)hi & above) | ((vi)v & ~above));
 }
 
-/* acc = a x b[kc rows of stride ldb][NR], plus c[MR][NR] when `accumulate`, where a is a
- * packed panel of MR rows: a[k * MR + i] is row i, column k. The result goes raw into c, or,
- * when `out` is set, through the epilogue into out->y (only the first `rows` rows). */
-static void micro_tile(const float *restrict a, i64 rows, const float *restrict b, i64 ldb,
-                       i64 kc, float *restrict c, int accumulate, const tile_out *out) {
+/* acc = a x b[kc rows][NR], plus c[MR][NR] when `accumulate`, where a is a packed panel of MR
+ * rows: a[k * MR + i] is row i, column k, and row k of b starts at b + k * ldb, or at
+ * b + boff[k] when boff is given. The result goes raw into c, or, when `out` is set,
+ * through the epilogue into out->y (only the first `rows` rows). */
+static inline __attribute__((always_inline)) void micro_core(
+    const float *restrict a, i64 rows, const float *restrict b, i64 ldb, const i64 *boff,
+    i64 kc, float *restrict c, int accumulate, const tile_out *out) {
   vf acc[MR][NV];
   for (int i = 0; i < MR; i++)
     for (int v = 0; v < NV; v++)
       acc[i][v] = accumulate ? *(const vf *)(c + i * NR + v * VW) : (vf){0};
   for (i64 k = 0; k < kc; k++) {
     vf bk[NV];
-    for (int v = 0; v < NV; v++) bk[v] = *(const vf *)(b + k * ldb + v * VW);
+    const float *bk0 = boff ? b + boff[k] : b + k * ldb;
+    for (int v = 0; v < NV; v++) bk[v] = *(const vf *)(bk0 + v * VW);
     for (int i = 0; i < MR; i++) {
       const float s = a[k * MR + i];
       for (int v = 0; v < NV; v++) acc[i][v] += s * bk[v];
@@ -293,6 +296,17 @@ static void micro_tile(const float *restrict a, i64 rows, const float *restrict 
       *(vf *)(out->y + i * out->ldy + v * VW) = vclamp(r, lo, hi);
     }
   }
+}
+
+static void micro_tile(const float *restrict a, i64 rows, const float *restrict b, i64 ldb,
+                       i64 kc, float *restrict c, int accumulate, const tile_out *out) {
+  micro_core(a, rows, b, ldb, NULL, kc, c, accumulate, out);
+}
+
+/* micro_tile with row k of b at b + boff[k], raw into c. */
+static void micro_tile_rows(const float *restrict a, i64 rows, const float *restrict b,
+                            const i64 *boff, i64 kc, float *restrict c, int accumulate) {
+  micro_core(a, rows, b, 0, boff, kc, c, accumulate, NULL);
 }
 
 /* The first n (< = VW) floats at p as a vector, the rest zero; and the first n lanes of v
@@ -689,82 +703,60 @@ static void conv2d_transposed(const conv_geom *cv, const float *x, const float *
 }
 
 /* ---------------------------------------------------------------------------------------
- * Stride-1, undilated, ungrouped convolutions with a kernel larger than 1x1 that take
- * neither Winograd nor the transposed form are computed on the "wide" output grid of the
- * zero-padded input: with the planes padded to hp x wq (wq = OW + KW - 1), tap (ky, kx) of
- * wide output p = oy * wq + ox is padded[c][p + ky * wq + kx], so with the reduction ordered
- * tap by tap (k = tap * C + c; the weights are prepared in that order) every row of the
- * column matrix is a contiguous stretch of the padded planes, read in place: nothing is
- * packed. Outputs with ox >= OW are computed and dropped, which costs no more than rounding
- * the plane up to whole blocks where the wide grid rounds up to as many blocks (14x14:
- * 14 x 16 = 224 = 7 blocks; 7x7: 63 -> 2 blocks); elsewhere the packed path runs.
+ * Undilated, ungrouped convolutions with a kernel larger than 1x1 that take neither Winograd
+ * nor the transposed form are computed on the "wide" output grid of the input's zero-padded
+ * phase planes (see phase_planes: one plane at stride 1, four at stride 2): tap (ky, kx) of
+ * wide output p = oy * wq + ox is a plane element at p plus a fixed offset, so every row
+ * k = (c, ky, kx) of the column matrix is a contiguous stretch of the planes, read in place
+ * through a table of row offsets: nothing is packed. Outputs with ox >= OW are computed and
+ * dropped, which costs little where the wide grid rounds up to at most a twentieth more
+ * column blocks than the plane (14x14 at stride 1: 14 x 16 = 224, 7 blocks like 196; the
+ * 112x112 output of a 224x224 stem at stride 2: 396 blocks against 392); elsewhere, and at
+ * larger strides, the packed path runs.
  */
-typedef struct {
-  i64 hp, wq, plane, wide, blocks, spans;
-} implicit_geom;
-
-static implicit_geom implicit_geometry(const conv_geom *cv) {
-  implicit_geom ig;
-  ig.hp = cv->oh + cv->kh - 1;
-  ig.wq = cv->ow + cv->kw - 1;
-  ig.plane = ig.hp * ig.wq;
-  ig.wide = cv->oh * ig.wq;
-  ig.blocks = (ig.wide + NR - 1) / NR;
-  ig.spans = (ig.blocks + NB - 1) / NB;
-  return ig;
+static window_geom implicit_geometry(const conv_geom *cv) {
+  const i64 g[12] = {cv->h, cv->w, cv->oh, cv->ow, cv->kh, cv->kw,
+                     cv->sh, cv->sw, cv->dh, cv->dw, cv->pt, cv->pl};
+  return window_geometry(g);
 }
+
+static i64 implicit_blocks(const window_geom *wg) { return (wg->wide + NR - 1) / NR; }
 
 static int use_implicit(const conv_geom *cv) {
-  if (cv->groups != 1 || cv->sh != 1 || cv->sw != 1 || cv->dh != 1 || cv->dw != 1 ||
+  if (cv->groups != 1 || cv->sh != cv->sw || cv->sh > 2 || cv->dh != 1 || cv->dw != 1 ||
       cv->kh * cv->kw == 1 || use_winograd(cv) || use_transposed(cv))
     return 0;
-  return implicit_geometry(cv).blocks <= cv->blocks;
+  const window_geom wg = implicit_geometry(cv);
+  return implicit_blocks(&wg) * 20 <= cv->blocks * 21;
 }
 
-/* Floats of the padded planes: C planes, then slack for the taps of the last block's
- * dropped outputs. */
+/* Floats of one channel's phase planes. */
+static i64 implicit_channel(const window_geom *wg) { return wg->sh * wg->sw * wg->phase; }
+
+/* Floats of the scratch: C channels of phase planes, then slack for the taps of the last
+ * block's dropped outputs. */
 static i64 implicit_floats(const conv_geom *cv) {
-  const implicit_geom ig = implicit_geometry(cv);
-  return cv->c * ig.plane + ig.blocks * NR + ig.wq * cv->kh + cv->kw;
+  const window_geom wg = implicit_geometry(cv);
+  return cv->c * implicit_channel(&wg) + implicit_blocks(&wg) * NR + wg.phase;
 }
 
-/* Padded plane of channel c of image b (zero around the data), written whole. */
-static void implicit_plane(float *restrict pp, const float *restrict x, const conv_geom *cv,
-                           const implicit_geom *ig) {
-  for (i64 i = 0; i < ig->hp; i++) {
-    float *d = pp + i * ig->wq;
-    const i64 iy = i - cv->pt;
-    i64 lo = 0, hi = 0;
-    if (iy >= 0 && iy < cv->h) {
-      lo = min64(ig->wq, cv->pl);
-      hi = min64(ig->wq, cv->pl + cv->w);
-      memcpy(d + lo, x + iy * cv->w + lo - cv->pl, (size_t)(hi - lo) * sizeof(float));
-    }
-    for (i64 j = 0; j < lo; j++) d[j] = 0.0f;
-    for (i64 j = hi; j < ig->wq; j++) d[j] = 0.0f;
-  }
-}
-
-/* Raw sums of micro-panels [q0, q1) x wide blocks [blk0, blk1) into cb. */
-static void implicit_task(const conv_geom *cv, const implicit_geom *ig, const float *planes,
+/* Raw sums of micro-panels [q0, q1) x wide blocks [blk0, blk1) into cb; row k of the column
+ * matrix starts at planes + boff[k]. */
+static void implicit_task(const conv_geom *cv, const float *planes, const i64 *boff,
                           const float *wp, float *cb, i64 q0, i64 q1, i64 blk0, i64 blk1) {
-  for (i64 tap = 0; tap < cv->kh * cv->kw; tap++) {
-    const i64 off = tap / cv->kw * ig->wq + tap % cv->kw;
-    for (i64 c0 = 0; c0 < cv->c; c0 += KC) {
-      const i64 kc = min64(KC, cv->c - c0), k0 = tap * cv->c + c0;
-      for (i64 blk = blk0; blk < blk1; blk++) {
-        const float *panel = planes + c0 * ig->plane + off + blk * NR;
-        for (i64 q = q0; q < q1; q++)
-          micro_tile(wp + (q * cv->k + k0) * MR, min64(MR, cv->o - q * MR), panel, ig->plane,
-                     kc, cb + ((blk - blk0) * MCP + q - q0) * MR * NR, k0 > 0, NULL);
-      }
-    }
+  for (i64 k0 = 0; k0 < cv->k; k0 += KC) {
+    const i64 kc = min64(KC, cv->k - k0);
+    for (i64 blk = blk0; blk < blk1; blk++)
+      for (i64 q = q0; q < q1; q++)
+        micro_tile_rows(wp + (q * cv->k + k0) * MR, min64(MR, cv->o - q * MR),
+                        planes + blk * NR, boff + k0, kc,
+                        cb + ((blk - blk0) * MCP + q - q0) * MR * NR, k0 > 0);
   }
 }
 
 /* The tiles of a task through the epilogue into image b's output, wide outputs with
  * ox >= OW dropped. */
-static void implicit_store(const conv_geom *cv, const implicit_geom *ig, const float *cb,
+static void implicit_store(const conv_geom *cv, const window_geom *wg, const float *cb,
                            float *y, const float *bias, const float *res, i64 b, i64 q0,
                            i64 q1, i64 blk0, i64 blk1, float lo, float hi) {
   for (i64 blk = blk0; blk < blk1; blk++) {
@@ -772,28 +764,35 @@ static void implicit_store(const conv_geom *cv, const implicit_geom *ig, const f
       const float *tile = cb + ((blk - blk0) * MCP + q - q0) * MR * NR;
       for (i64 i = 0; i < min64(MR, cv->o - q * MR); i++) {
         const i64 m = q * MR + i;
-        for (i64 p = blk * NR; p < min64((blk + 1) * NR, ig->wide);) {
-          const i64 oy = p / ig->wq, ox = p % ig->wq;
-          const i64 n = min64(cv->ow - ox, (blk + 1) * NR - p);
-          if (n > 0) {
-            const i64 at = (b * cv->o + m) * cv->p + oy * cv->ow + ox;
-            epilogue(y + at, tile + i * NR + p - blk * NR, n, bias ? bias + m : NULL, 0,
-                     res ? res + at : NULL, lo, hi);
+        for (i64 p = blk * NR; p < min64((blk + 1) * NR, wg->wide);) {
+          const i64 oy = p / wg->wq, ox = p % wg->wq;
+          if (ox >= cv->ow) {
+            p += wg->wq - ox;
+            continue;
           }
-          p += ox < cv->ow ? max64(n, 1) : ig->wq - ox;
+          const i64 n = min64(cv->ow - ox, (blk + 1) * NR - p);
+          const i64 at = (b * cv->o + m) * cv->p + oy * cv->ow + ox;
+          epilogue(y + at, tile + i * NR + p - blk * NR, n, bias ? bias + m : NULL, 0,
+                   res ? res + at : NULL, lo, hi);
+          p += n;
         }
       }
     }
   }
 }
 
-/* `planes`: implicit_floats floats; `wp`: the weights in panels, reduction tap by tap. */
+/* `planes`: implicit_floats floats; `wp`: the weights in panels (pack_panels). */
 static int conv2d_implicit(const conv_geom *cv, const float *x, const float *wp, float *y,
                            const float *bias, const float *res, float *planes, int nt,
                            float lo, float hi) {
-  const implicit_geom ig = implicit_geometry(cv);
-  const i64 spans = min64(ig.blocks, (ig.spans + nt - 1) / nt * nt);
-  const i64 tasks = cv->chunks * spans, tail = implicit_floats(cv) - cv->c * ig.plane;
+  const window_geom wg = implicit_geometry(cv);
+  const i64 blocks = implicit_blocks(&wg), channel = implicit_channel(&wg);
+  const i64 spans = min64(blocks, ((blocks + NB - 1) / NB + nt - 1) / nt * nt);
+  const i64 tasks = cv->chunks * spans, taps = cv->kh * cv->kw;
+  i64 *boff = malloc(sizeof(i64) * (size_t)(cv->k + taps));
+  if (!boff) return -1;
+  tap_offsets(boff + cv->k, &wg);
+  for (i64 k = 0; k < cv->k; k++) boff[k] = k / taps * channel + boff[cv->k + k % taps];
   int failed = 0;
 #pragma omp parallel num_threads(nt)
   {
@@ -805,23 +804,25 @@ static int conv2d_implicit(const conv_geom *cv, const float *x, const float *wp,
     for (i64 b = 0; b < cv->n; b++) {
 #pragma omp for schedule(static)
       for (i64 c = 0; c <= cv->c; c++) {
-        if (c == cv->c)
-          memset(planes + c * ig.plane, 0, (size_t)tail * sizeof(float));
+        if (c == cv->c) /* the slack past the last channel */
+          memset(planes + c * channel, 0,
+                 (size_t)(implicit_floats(cv) - c * channel) * sizeof(float));
         else
-          implicit_plane(planes + c * ig.plane, x + (b * cv->c + c) * cv->h * cv->w, cv, &ig);
+          phase_planes(planes + c * channel, x + (b * cv->c + c) * cv->h * cv->w, &wg, 0.0f);
       }
 #pragma omp for schedule(static)
       for (i64 t = 0; t < tasks; t++) {
         if (!cb) continue;
         i64 blk0, blk1, q0, q1;
-        part_range(ig.blocks, spans, t % spans, &blk0, &blk1);
+        part_range(blocks, spans, t % spans, &blk0, &blk1);
         part_range(cv->panels, cv->chunks, t / spans, &q0, &q1);
-        implicit_task(cv, &ig, planes, wp, cb, q0, q1, blk0, blk1);
-        implicit_store(cv, &ig, cb, y, bias, res, b, q0, q1, blk0, blk1, lo, hi);
+        implicit_task(cv, planes, boff, wp, cb, q0, q1, blk0, blk1);
+        implicit_store(cv, &wg, cb, y, bias, res, b, q0, q1, blk0, blk1, lo, hi);
       }
     }
     free(cb);
   }
+  free(boff);
   return failed ? -1 : 0;
 }
 
@@ -855,18 +856,6 @@ int ph_conv2d_nchw_prepare(const float *w, float *prep, const i64 *g) {
   const conv_geom cv = conv_geometry(g);
   if (use_transposed(&cv)) {
     pack_transposed(prep, w, cv.o, cv.k);
-    return 0;
-  }
-  if (use_implicit(&cv)) { /* OIHW -> O x (tap, C) */
-    const i64 taps = cv.kh * cv.kw;
-    float *t = malloc(sizeof(float) * (size_t)(cv.o * cv.k));
-    if (!t) return -1;
-    for (i64 o = 0; o < cv.o; o++)
-      for (i64 c = 0; c < cv.c; c++)
-        for (i64 tap = 0; tap < taps; tap++)
-          t[o * cv.k + tap * cv.c + c] = w[(o * cv.c + c) * taps + tap];
-    pack_panels(prep, t, cv.o, cv.k);
-    free(t);
     return 0;
   }
   if (!use_winograd(&cv)) {
