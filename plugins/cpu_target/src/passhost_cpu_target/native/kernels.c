@@ -189,6 +189,10 @@ static conv_geom conv_geometry(const i64 *g) {
   return cv;
 }
 
+static int direct_conv(const conv_geom *cv) {
+  return cv->kh == 1 && cv->kw == 1 && cv->sh == 1 && cv->sw == 1 && cv->pt == 0 &&
+         cv->pl == 0 && cv->oh == cv->h && cv->ow == cv->w;
+}
 
 /* Item i of n near-equal parts of [0, total): [*lo, *hi). Chunks of output channels are parts
  * of the panels (at most MCP each), spans parts of the column blocks (at most NB each). */
@@ -208,8 +212,7 @@ static i64 spans_for(const conv_geom *cv, int nt) {
 static void pack_cols(float *restrict bp, const float *restrict xg, const conv_geom *cv,
                       i64 k0, i64 kc, i64 p0, i64 width) {
   const i64 taps = cv->kh * cv->kw, plane = cv->h * cv->w, sw = cv->sw;
-  const int direct = cv->kh == 1 && cv->kw == 1 && cv->sh == 1 && sw == 1 &&
-                     cv->pt == 0 && cv->pl == 0 && cv->oh == cv->h && cv->ow == cv->w;
+  const int direct = direct_conv(cv);
   i64 c = k0 / taps, ky = (k0 % taps) / cv->kw, kx = k0 % cv->kw;
   for (i64 kk = 0; kk < kc; kk++) {
     float *dst = bp + kk * NR;
@@ -327,11 +330,6 @@ static inline void store_first(float *p, vf v, i64 n) {
 #else
   memcpy(p, &v, (size_t)n * sizeof(float));
 #endif
-}
-
-static int direct_conv(const conv_geom *cv) {
-  return cv->kh == 1 && cv->kw == 1 && cv->sh == 1 && cv->sw == 1 && cv->pt == 0 &&
-         cv->pl == 0 && cv->oh == cv->h && cv->ow == cv->w;
 }
 
 /* Packs the m x k matrix w (row stride k) into panels of MR rows for micro_tile: element
