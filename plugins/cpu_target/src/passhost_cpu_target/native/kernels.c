@@ -1140,7 +1140,7 @@ static void depthwise3_plane(const void *ctx, i64 t, float *buf) {
     float *d = buf + (iy + 1) * stride + VW;
     const float *s = x + iy * w;
     for (i64 j = 0; j < whole; j += VW) *(vf *)(d + j) = *(const vf *)(s + j);
-    for (i64 j = whole; j < w; j++) d[j] = s[j];
+    if (whole < w) store_first(d + whole, load_first(s + whole, w - whole), w - whole);
   }
   depthwise_rows(job, t, buf + VW - 1, stride, buf + (wg->h + 2) * stride, 1);
 }
@@ -1185,8 +1185,13 @@ static void depthwise3s2_plane(const void *ctx, i64 t, float *buf) {
       *(vf *)(o + j) = __builtin_shuffle(lo, hi, even);
       *(vf *)(e + 1 + j) = __builtin_shuffle(lo, hi, odd);
     }
-    for (i64 k = j; 2 * k < w; k++) o[k] = s[2 * k];
-    for (i64 k = j; 2 * k + 1 < w; k++) e[1 + k] = s[2 * k + 1];
+    const i64 left = w - 2 * j; /* fewer than 2 VW: the last vectors, partly */
+    if (left > 0) {
+      const vf lo = load_first(s + 2 * j, min64(VW, left));
+      const vf hi = left > VW ? load_first(s + 2 * j + VW, left - VW) : (vf){0};
+      store_first(o + j, __builtin_shuffle(lo, hi, even), (left + 1) / 2);
+      if (left > 1) store_first(e + 1 + j, __builtin_shuffle(lo, hi, odd), left / 2);
+    }
   }
   depthwise_rows(job, t, buf + VW - 1, 2 * half, buf + (wg->h + 2) * 2 * half, 2);
 }
