@@ -181,7 +181,7 @@ def test_depthwise_bias_and_clip_fuse_in_nhwc():
 @pytest.mark.parametrize(("h", "w", "stride", "pad"),
                          [(19, 37, 1, 1), (21, 70, 1, 1), (30, 10, 1, 1), (17, 64, 1, 1),
                           (24, 40, 1, 0), (40, 75, 2, 1), (20, 160, 2, 1), (33, 45, 2, 1),
-                          (40, 40, 2, 1), (30, 30, 2, 0)])
+                          (40, 40, 2, 1), (30, 56, 2, 1), (30, 30, 2, 0)])
 def test_nchw_depthwise_on_large_planes_applies_bias_residual_and_clip(threads, h, w, stride,
                                                                        pad):
     """Planes of more than 256 outputs: the row-reuse paths of padded 3x3 stride-1 and
