@@ -204,13 +204,13 @@ def test_nchw_depthwise_on_large_planes_applies_bias_residual_and_clip(threads, 
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(("hw", "stride", "pad"), [(14, 1, 1), (7, 1, 1), (13, 2, 1), (14, 2, 0),
-                                                   (4, 1, 1)])
+                                                   (4, 1, 1), (28, 2, 1), (27, 2, 1)])
 def test_nchw_depthwise_on_small_planes_applies_bias_residual_and_clip(threads, hw, stride,
                                                                         pad):
-    """Planes of at most 256 outputs (channels transposed in blocks, except same-padded
-    3x3 stride-1 planes with rows of 14, which take the row path): a partial block of
-    channels, inputs the windows use in full or in part, outputs in whole and partial
-    vectors of positions."""
+    """Planes of at most 256 outputs (channels transposed in blocks, except padded 3x3
+    planes with output rows of 14, which take the row paths of strides 1 and 2): a partial
+    block of channels, inputs the windows use in full or in part, outputs in whole and
+    partial vectors of positions."""
     c = 21
     data, weight = RNG.uniform(-1, 1, (2, c, hw, hw)), RNG.uniform(-2, 2, (c, 1, 3, 3))
     out = (hw + 2 * pad - 3) // stride + 1
