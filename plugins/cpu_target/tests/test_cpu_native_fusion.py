@@ -145,13 +145,14 @@ def test_pointwise_conv_on_small_planes_applies_bias_residual_and_clip(threads, 
                           (2, 12, 24, 14, 3, 1, 1), (1, 8, 12, 15, 2, 1, 0),
                           (1, 130, 17, 7, 3, 1, 1), (1, 16, 24, 28, 3, 2, 1),
                           (2, 8, 12, 14, 3, 2, 1), (1, 6, 10, 27, 5, 2, 2),
-                          (1, 3, 8, 160, 7, 2, 3)])
+                          (1, 3, 8, 160, 7, 2, 3), (2, 5, 9, 70, 3, 1, 1)])
 def test_conv_on_the_wide_grid_applies_bias_residual_and_clip(threads, n, c, o, hw, k, stride,
                                                               pad):
     """Convolutions whose wide grid (output rows x the padded phase planes' width) rounds up
     to about as many column blocks as the plane, at strides 1 and 2: the columns read in
-    place from the planes (over more than one slab of the reduction), the dropped outputs
-    skipped by the epilogue, a partial panel of output channels, batches."""
+    place from the planes (over more than one slab of the reduction), blocks within one
+    output row stored from the registers and the others with their dropped outputs skipped,
+    a partial panel of output channels, batches."""
     data, weight = RNG.uniform(-1, 1, (n, c, hw, hw)), RNG.uniform(-1, 1, (o, c, k, k))
     out = (hw + 2 * pad - k) // stride + 1
     bias, res = RNG.uniform(-1, 1, (o, 1, 1)), RNG.uniform(-1, 1, (n, o, out, out))

@@ -306,11 +306,6 @@ static void micro_tile(const float *restrict a, i64 rows, const float *restrict 
   micro_core(a, rows, b, ldb, NULL, kc, c, accumulate, out);
 }
 
-/* micro_tile with row k of b at b + boff[k], raw into c. */
-static void micro_tile_rows(const float *restrict a, i64 rows, const float *restrict b,
-                            const i64 *boff, i64 kc, float *restrict c, int accumulate) {
-  micro_core(a, rows, b, 0, boff, kc, c, accumulate, NULL);
-}
 
 /* The first n (< = VW) floats at p as a vector, the rest zero; and the first n lanes of v
  * stored at p, nothing past them. */
@@ -740,24 +735,43 @@ static i64 implicit_floats(const conv_geom *cv) {
 
 /* Raw sums of micro-panels [q0, q1) x wide blocks [blk0, blk1) into cb; row k of the column
  * matrix starts at planes + boff[k]. */
-static void implicit_task(const conv_geom *cv, const float *planes, const i64 *boff,
-                          const float *wp, float *cb, i64 q0, i64 q1, i64 blk0, i64 blk1) {
+/* Whether wide block blk lies within one output row: its tiles then go through the
+ * epilogue straight from the registers. */
+static int implicit_in_row(const conv_geom *cv, const window_geom *wg, i64 blk) {
+  return blk * NR % wg->wq + NR <= cv->ow && (blk + 1) * NR <= wg->wide;
+}
+
+/* Sums of micro-panels [q0, q1) x wide blocks [blk0, blk1) of image b: into the output
+ * through proto's epilogue for blocks within one row, else raw into cb. Row k of the
+ * column matrix starts at planes + boff[k]. */
+static void implicit_task(const conv_geom *cv, const window_geom *wg, const float *planes,
+                          const i64 *boff, const float *wp, float *cb, i64 q0, i64 q1,
+                          i64 blk0, i64 blk1, const tile_out *proto, i64 b) {
   for (i64 k0 = 0; k0 < cv->k; k0 += KC) {
     const i64 kc = min64(KC, cv->k - k0);
-    for (i64 blk = blk0; blk < blk1; blk++)
-      for (i64 q = q0; q < q1; q++)
-        micro_tile_rows(wp + (q * cv->k + k0) * MR, min64(MR, cv->o - q * MR),
-                        planes + blk * NR, boff + k0, kc,
-                        cb + ((blk - blk0) * MCP + q - q0) * MR * NR, k0 > 0);
+    for (i64 blk = blk0; blk < blk1; blk++) {
+      const int direct = k0 + kc == cv->k && implicit_in_row(cv, wg, blk);
+      const i64 at = blk * NR / wg->wq * cv->ow + blk * NR % wg->wq;
+      for (i64 q = q0; q < q1; q++) {
+        tile_out out = *proto;
+        out.m0 = q * MR;
+        out.y += (b * cv->o + out.m0) * cv->p + at;
+        if (out.res) out.res += (b * cv->o + out.m0) * cv->p + at;
+        micro_core(wp + (q * cv->k + k0) * MR, min64(MR, cv->o - q * MR), planes + blk * NR,
+                   0, boff + k0, kc, cb + ((blk - blk0) * MCP + q - q0) * MR * NR, k0 > 0,
+                   direct ? &out : NULL);
+      }
+    }
   }
 }
 
-/* The tiles of a task through the epilogue into image b's output, wide outputs with
- * ox >= OW dropped. */
+/* The raw tiles of a task (blocks across a row end) through the epilogue into image b's
+ * output, wide outputs with ox >= OW dropped. */
 static void implicit_store(const conv_geom *cv, const window_geom *wg, const float *cb,
                            float *y, const float *bias, const float *res, i64 b, i64 q0,
                            i64 q1, i64 blk0, i64 blk1, float lo, float hi) {
   for (i64 blk = blk0; blk < blk1; blk++) {
+    if (implicit_in_row(cv, wg, blk)) continue;
     for (i64 q = q0; q < q1; q++) {
       const float *tile = cb + ((blk - blk0) * MCP + q - q0) * MR * NR;
       for (i64 i = 0; i < min64(MR, cv->o - q * MR); i++) {
@@ -787,6 +801,7 @@ static int conv2d_implicit(const conv_geom *cv, const float *x, const float *wp,
   const i64 blocks = implicit_blocks(&wg), channel = implicit_channel(&wg);
   const i64 spans = min64(blocks, ((blocks + NB - 1) / NB + nt - 1) / nt * nt);
   const i64 tasks = cv->chunks * spans, taps = cv->kh * cv->kw;
+  const tile_out proto = {y, res, bias, cv->p, 0, lo, hi};
   i64 *boff = malloc(sizeof(i64) * (size_t)(cv->k + taps));
   if (!boff) return -1;
   tap_offsets(boff + cv->k, &wg);
@@ -814,7 +829,7 @@ static int conv2d_implicit(const conv_geom *cv, const float *x, const float *wp,
         i64 blk0, blk1, q0, q1;
         part_range(blocks, spans, t % spans, &blk0, &blk1);
         part_range(cv->panels, cv->chunks, t / spans, &q0, &q1);
-        implicit_task(cv, planes, boff, wp, cb, q0, q1, blk0, blk1);
+        implicit_task(cv, &wg, planes, boff, wp, cb, q0, q1, blk0, blk1, &proto, b);
         implicit_store(cv, &wg, cb, y, bias, res, b, q0, q1, blk0, blk1, lo, hi);
       }
     }
