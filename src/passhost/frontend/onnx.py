@@ -18,19 +18,20 @@ from onnx import ModelProto, NodeProto, ValueInfoProto, helper, numpy_helper
 from passhost.errors import AttrError, IRTypeError
 from passhost.frontend.errors import OnnxImportError
 from passhost.frontend.onnx_context import NodeContext, Value
-from passhost.frontend.onnx_ops import CONVERTERS as FLOAT_CONVERTERS
-from passhost.frontend.onnx_qops import QUANT_CONVERTERS
+from passhost.frontend.onnx_registry import (
+    OPSET_RANGE,
+    Converter,
+    converter_table,
+    find_converter,
+    is_default_domain,
+    operator_version,
+)
 from passhost.ir.module import IRModule
 from passhost.relay.expr import Expr, Function, Tuple, Var, const, var
 from passhost.relay.interpreter import evaluate
 from passhost.relay.transform import InferType
 
 __all__ = ["from_onnx", "load_model"]
-
-_DEFAULT_DOMAINS = ("", "ai.onnx")
-
-#: ONNX operator type -> converter, float and quantised.
-CONVERTERS = {**FLOAT_CONVERTERS, **QUANT_CONVERTERS}
 
 
 def load_model(model: str | os.PathLike[str] | ModelProto) -> ModelProto:
@@ -54,22 +55,38 @@ def from_onnx(model: str | os.PathLike[str] | ModelProto,
 
 def _opset(model: ModelProto) -> int:
     for entry in model.opset_import:
-        if entry.domain in _DEFAULT_DOMAINS:
-            return int(entry.version)
+        if is_default_domain(entry.domain):
+            version = int(entry.version)
+            lo, hi = OPSET_RANGE
+            if not lo <= version <= hi:
+                raise OnnxImportError(f"expected a model of ONNX opset {lo} to {hi}, found "
+                                      f"opset {version}")
+            return version
     raise OnnxImportError(f"expected the model to import the default ONNX opset, found "
                           f"{[(e.domain, e.version) for e in model.opset_import]}")
 
 
 def _op_key(node: NodeProto) -> str:
-    return node.op_type if node.domain in _DEFAULT_DOMAINS else f"{node.domain}.{node.op_type}"
+    return node.op_type if is_default_domain(node.domain) else f"{node.domain}.{node.op_type}"
 
 
-def _check_supported(nodes: Sequence[NodeProto]) -> None:
+def _converter(node: NodeProto, opset: int) -> Converter | None:
+    """The converter for ``node`` at the model's default-domain ``opset``."""
+    version = operator_version(node.op_type, "", opset) if is_default_domain(node.domain) \
+        else None
+    return find_converter(_op_key(node), version)
+
+
+def _check_supported(nodes: Sequence[NodeProto], opset: int) -> None:
     """Raise once, listing every unsupported operator type with its count and node names."""
     unsupported: dict[str, list[str]] = {}
     for node in nodes:
-        key = _op_key(node)
-        if key not in CONVERTERS:
+        if _converter(node, opset) is None:
+            key = _op_key(node)
+            known = converter_table().get(key)
+            if known:
+                version = operator_version(node.op_type, "", opset)
+                key = f"{key} version {version} (passhost converts versions >= {min(known)})"
             unsupported.setdefault(key, []).append(node.name or "<unnamed>")
     if unsupported:
         lines = [f"  {key} x{len(names)}: {', '.join(names)}"
@@ -94,7 +111,7 @@ class _Importer:
 
     def run(self) -> tuple[IRModule, dict[str, np.ndarray]]:
         """Convert the whole graph."""
-        _check_supported(self.graph.node)
+        _check_supported(self.graph.node, self.opset)
         self._add_inputs()
         for node in self.graph.node:
             self._convert(node)
@@ -175,7 +192,9 @@ class _Importer:
                 raise ctx.error(f"input {name!r} is not produced by any earlier node, graph "
                                 f"input or initializer (missing initializer?)")
         try:
-            result = CONVERTERS[_op_key(node)](ctx)
+            convert = _converter(node, self.opset)
+            assert convert is not None  # _check_supported saw every node
+            result = convert(ctx)
             values = list(result) if isinstance(result, (list, tuple)) else [result]
             names = list(node.output[:len(values)])
             if len(values) < len([n for n in node.output if n]):

@@ -15,12 +15,11 @@ from onnx import helper
 
 from passhost import relay
 from passhost.frontend.onnx_context import NodeContext, Value
+from passhost.frontend.onnx_registry import Converter, Entry
 from passhost.relay import nn
 from passhost.relay.expr import Expr, const
 
-Converter = Callable[[NodeContext], Value | Sequence[Value]]
-
-__all__ = ["CONVERTERS", "Converter", "axis_index", "conv2d_attrs", "matmul_any_rank"]
+__all__ = ["CONVERTERS", "axis_index", "conv2d_attrs", "matmul_any_rank"]
 
 
 def _dtype(ctx: NodeContext, index: int = 0) -> str:
@@ -407,7 +406,7 @@ def _pad(ctx: NodeContext) -> Value:
 
 
 #: The converter of each supported ONNX operator type.
-CONVERTERS: dict[str, Converter] = {
+CONVERTERS: dict[str, Entry] = {
     "Conv": _conv,
     "Gemm": _gemm,
     "MatMul": _matmul,

@@ -1,4 +1,4 @@
-"""Converters of the quantised ONNX operators to ``qnn.*`` (``QUANT_CONVERTERS``).
+"""Converters of the quantised ONNX operators to ``qnn.*``.
 
 - QuantizeLinear -> ``qnn.quantize``; DequantizeLinear -> ``qnn.dequantize`` (per tensor or
   per axis).
@@ -27,11 +27,12 @@ from onnx import helper
 
 from passhost.frontend.onnx_context import NodeContext, Value
 from passhost.frontend.onnx_ops import axis_index, conv2d_attrs, matmul_any_rank
+from passhost.frontend.onnx_registry import Entry
 from passhost.relay import nn, qnn
 from passhost.relay.expr import Expr, const
 from passhost.relay.op.qnn import QUANT_DTYPES
 
-__all__ = ["QUANT_CONVERTERS"]
+__all__ = ["CONVERTERS"]
 
 #: The integer types of QLinearConv's and QLinearMatMul's tensors (ONNX allows no others).
 _QLINEAR_DTYPES = ("int8", "uint8")
@@ -215,7 +216,7 @@ def _qlinear_matmul(ctx: NodeContext) -> Value:
 
 
 #: The converter of each supported quantised ONNX operator type.
-QUANT_CONVERTERS = {
+CONVERTERS: dict[str, Entry] = {
     "QuantizeLinear": _quantize_linear,
     "DequantizeLinear": _dequantize_linear,
     "QLinearConv": _qlinear_conv,

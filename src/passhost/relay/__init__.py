@@ -21,12 +21,22 @@ from passhost.relay.expr import (
 )
 from passhost.relay.interpreter import Interpreter, evaluate
 from passhost.relay.op import get_op, nn, qnn
+from passhost.relay.op import image as _image
+from passhost.relay.op import logic as _logic
+from passhost.relay.op import movement as _movement
 from passhost.relay.op import reduce as _reduce
+from passhost.relay.op import search as _search
 from passhost.relay.op import tensor as _tensor
 from passhost.relay.op import transform as _transform
+from passhost.relay.op import unary as _unary
+from passhost.relay.op.image import *  # noqa: F403
+from passhost.relay.op.logic import *  # noqa: F403
+from passhost.relay.op.movement import *  # noqa: F403
 from passhost.relay.op.reduce import *  # noqa: F403
+from passhost.relay.op.search import *  # noqa: F403
 from passhost.relay.op.tensor import *  # noqa: F403
 from passhost.relay.op.transform import *  # noqa: F403
+from passhost.relay.op.unary import *  # noqa: F403
 from passhost.relay.type_infer import infer_type
 from passhost.relay.visitor import ExprMutator, ExprVisitor, post_order, post_order_visit
 
@@ -35,5 +45,6 @@ __all__ = [
     "GlobalVar", "IRModule", "Interpreter", "TensorType", "Tuple", "TupleGetItem",
     "TupleType", "Var", "analysis", "const", "evaluate", "get_op", "infer_type", "nn",
     "post_order", "post_order_visit", "qnn", "transform", "var",
-    *_reduce.__all__, *_tensor.__all__, *_transform.__all__,
+    *_image.__all__, *_logic.__all__, *_movement.__all__, *_reduce.__all__, *_search.__all__,
+    *_tensor.__all__, *_transform.__all__, *_unary.__all__,
 ]

@@ -822,3 +822,10 @@ dropout = define_op(
     "nn.dropout", inputs=("data",), attrs=DropoutAttrs, type_rel=identity_rel,
     compute=_dropout, pattern=OpPattern.OPAQUE,
     description="Dropout; the identity at inference.")
+
+
+# Operators of the nn namespace declared in modules of their own, so that ``relay.nn`` offers
+# them too (imported last: those modules may use the helpers above).
+from passhost.relay.op.activation import *  # noqa: E402, F403
+from passhost.relay.op.norm import *  # noqa: E402, F403
+from passhost.relay.op.windows import *  # noqa: E402, F403

@@ -242,7 +242,22 @@ def define_op(name: str, *, inputs: Sequence[str], type_rel: TypeRelation, compu
 
 def _load_all() -> None:
     # Importing the definition modules registers every operator.
-    from passhost.relay.op import annotation, nn, qnn, reduce, tensor, transform  # noqa: F401
+    from passhost.relay.op import (  # noqa: F401
+        activation,
+        annotation,
+        image,
+        logic,
+        movement,
+        nn,
+        norm,
+        qnn,
+        reduce,
+        search,
+        tensor,
+        transform,
+        unary,
+        windows,
+    )
 
 
 def get_op(name: str) -> Op:

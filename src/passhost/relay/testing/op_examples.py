@@ -22,13 +22,19 @@ def all_examples() -> list[tuple[str, Builder]]:
     """Every ``(op name, builder)`` pair of every operator group."""
     from passhost.relay.testing import (
         examples_annotation,
+        examples_elemwise,
+        examples_movement,
         examples_nn,
+        examples_norm,
         examples_qnn,
+        examples_reduce,
         examples_tensor,
+        examples_windows,
     )
 
     return [*examples_nn.EXAMPLES, *examples_tensor.EXAMPLES, *examples_qnn.EXAMPLES,
-            *examples_annotation.EXAMPLES]
+            *examples_annotation.EXAMPLES, *examples_elemwise.EXAMPLES, *examples_reduce.EXAMPLES,
+            *examples_movement.EXAMPLES, *examples_windows.EXAMPLES, *examples_norm.EXAMPLES]
 
 
 def random_inputs(func: Function, seed: int = 0) -> list[np.ndarray]:

@@ -1,0 +1,10 @@
+"""Converters of the ONNX Resize and Upsample."""
+
+from __future__ import annotations
+
+from passhost.frontend.onnx_registry import Entry
+
+__all__ = ["CONVERTERS"]
+
+#: The converter of each ONNX operator type this module handles.
+CONVERTERS: dict[str, Entry] = {}

@@ -1,0 +1,7 @@
+"""Example functions for the logic, unary math and activation operators (see op_examples.py)."""
+
+from __future__ import annotations
+
+from passhost.relay.testing.op_examples import Builder
+
+EXAMPLES: list[tuple[str, Builder]] = []
