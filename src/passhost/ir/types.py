@@ -8,9 +8,10 @@ from attrs import field, frozen
 from passhost.errors import AttrError
 
 #: The element types a tensor may have.
-DTYPES = ("float16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64", "bool")
+DTYPES = ("float16", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32",
+          "int64", "uint64", "bool")
 FLOAT_DTYPES = ("float16", "float32", "float64")
-INT_DTYPES = ("int8", "uint8", "int16", "int32", "int64")
+INT_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 
 
 def check_dtype(dtype: object) -> str:
