@@ -19,7 +19,7 @@ from onnx import defs
 from passhost.frontend.onnx_context import NodeContext, Value
 
 __all__ = ["CONVERTER_MODULES", "OPSET_RANGE", "Converter", "Entry", "converter_table",
-           "find_converter", "operator_version"]
+           "find_converter", "is_default_domain", "operator_table", "operator_version"]
 
 #: A converter: one node in, one value per node output (or a single value) out.
 Converter = Callable[[NodeContext], Value | Sequence[Value]]
@@ -84,3 +84,27 @@ def find_converter(op_key: str, version: int | None) -> Converter | None:
 def is_default_domain(domain: str) -> bool:
     """Whether ``domain`` names ONNX's default operator set."""
     return domain in _DEFAULT_DOMAINS
+
+
+def _summary(convert: Converter) -> str:
+    """The first paragraph of a converter's docstring, on one line."""
+    doc = (convert.__doc__ or "").strip()
+    return " ".join(doc.split("\n\n")[0].split())
+
+
+def operator_table() -> str:
+    """The Markdown table of every ONNX operator passhost converts: the operator versions
+    its converters start at ("all", or "1, 13+": one converter from 1, another from 13 on),
+    and what each becomes (the converters' docstrings)."""
+    rows = ["| ONNX operator | versions | in passhost |", "|---|---|---|"]
+    for key, versions in sorted(converter_table().items(), key=lambda kv: kv[0].lower()):
+        starts = sorted(versions)
+        since = "all" if starts == [1] else ", ".join(str(v) for v in starts) + "+"
+        docs = [_summary(versions[v]) for v in starts]
+        if len(set(docs)) == 1:
+            text = docs[-1]
+        else:
+            text = " ".join(f"(from {v}) {d}" for v, d in zip(starts, docs))
+        cell = text.replace("|", r"\|")
+        rows.append(f"| {key} | {since} | {cell} |")
+    return "\n".join(rows) + "\n"
