@@ -19,7 +19,7 @@ from passhost.frontend.onnx_registry import Converter, Entry
 from passhost.relay import nn
 from passhost.relay.expr import Expr, const
 
-__all__ = ["CONVERTERS", "axis_index", "conv2d_attrs", "matmul_any_rank"]
+__all__ = ["CONVERTERS", "along_softmax_axis", "axis_index", "conv2d_attrs", "matmul_any_rank"]
 
 
 def _dtype(ctx: NodeContext, index: int = 0) -> str:
@@ -184,15 +184,22 @@ def _layer_norm(ctx: NodeContext) -> Value:
                          epsilon=float(ctx.attr("epsilon", 1e-5)), center=center)
 
 
-def _softmax(ctx: NodeContext) -> Value:
+def along_softmax_axis(ctx: NodeContext, op: Callable[..., Expr]) -> Value:
+    """``op(data, axis=...)`` with the axis semantics of Softmax, LogSoftmax and Hardmax: from
+    opset 13 along attribute ``axis`` (default -1); before, on the input coerced to 2-D at
+    ``axis`` (default 1: the axes before it become rows, the rest columns), along the rows."""
     shape = ctx.shape(0)
     default = -1 if ctx.opset >= 13 else 1
     axis = axis_index(ctx, int(ctx.attr("axis", default)), len(shape))
     if ctx.opset >= 13 or axis == len(shape) - 1:
-        return nn.softmax(ctx.input(0), axis=axis)
+        return op(ctx.input(0), axis=axis)
     flat = (math.prod(shape[:axis]), math.prod(shape[axis:]))
-    out = nn.softmax(relay.reshape(ctx.input(0), newshape=flat), axis=-1)
+    out = op(relay.reshape(ctx.input(0), newshape=flat), axis=-1)
     return relay.reshape(out, newshape=shape)
+
+
+def _softmax(ctx: NodeContext) -> Value:
+    return along_softmax_axis(ctx, nn.softmax)
 
 
 # -- elementwise ---------------------------------------------------------------------------------
@@ -236,20 +243,6 @@ def _identity(ctx: NodeContext) -> Value:
 def _cast(ctx: NodeContext) -> Value:
     dtype = np.dtype(helper.tensor_dtype_to_np_dtype(int(ctx.required_attr("to")))).name
     return relay.cast(ctx.input(0), dtype=dtype)
-
-
-def _mod(ctx: NodeContext) -> Value:
-    if not (ctx.is_known(0) and ctx.is_known(1)):
-        raise ctx.error("Mod is supported on values known while importing (shape "
-                        "arithmetic), found a computed tensor")
-    a, b = ctx.known(0), ctx.known(1)
-    fmod = bool(ctx.attr("fmod", 0))
-    if not fmod and (a.dtype.kind == "f" or b.dtype.kind == "f"):
-        raise ctx.error(f"expected fmod=1 for floating-point inputs, found fmod=0 "
-                        f"({a.dtype}, {b.dtype})")
-    if b.dtype.kind in "iu" and np.any(b == 0):
-        raise ctx.error(f"expected non-zero integer divisors, found {b.tolist()}")
-    return np.fmod(a, b) if fmod else np.mod(a, b)
 
 
 # -- shapes and constants ------------------------------------------------------------------------
@@ -425,7 +418,6 @@ CONVERTERS: dict[str, Entry] = {
     "Mul": _binary(relay.multiply),
     "Div": _binary(relay.divide),
     "Pow": _pow,
-    "Mod": _mod,
     "Softmax": _softmax,
     "Reshape": _reshape,
     "Transpose": _transpose,

@@ -1,5 +1,59 @@
-"""Activation functions of the ``nn`` namespace (``nn.prelu``, ``nn.elu``, ``nn.gelu``, ...)."""
+"""Activation functions of the ``nn`` namespace (``nn.softplus``, ``nn.hardmax``).
+
+Most activations (ELU, SELU, GELU, hard sigmoid, ...) are compositions of elementwise
+operators and have no operator of their own; these two are primitives: ``softplus`` needs a
+form that neither overflows nor loses small values, ``hardmax`` picks the first maximum.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import numpy as np
+
+from passhost.ir.attrs import Attrs, attrs_class, int_field
+from passhost.ir.types import FLOAT_DTYPES, Type
+from passhost.relay.op.common import normalize_axis
+from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
+from passhost.relay.op.tensor import float_rel
+
+__all__ = ["softplus", "hardmax"]
+
+
+# -- nn.softplus -----------------------------------------------------------------------------
+def _softplus(_attrs: object, x: np.ndarray) -> np.ndarray:
+    # log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)): exp never overflows, and for very
+    # negative x the result is exp(x) rather than 0.
+    with np.errstate(all="ignore"):
+        return (np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))).astype(x.dtype, copy=False)
+
+
+softplus = define_op(
+    "nn.softplus", inputs=("data",), type_rel=float_rel, compute=_softplus,
+    pattern=OpPattern.ELEMWISE, description="Elementwise log(1 + exp(x)), computed stably.")
+
+
+# -- nn.hardmax ------------------------------------------------------------------------------
+@attrs_class
+class HardmaxAttrs(Attrs):
+    """Attributes of ``nn.hardmax``: the axis along which the maximum is picked."""
+
+    axis: int = int_field(-1)
+
+
+def _hardmax_rel(args: ArgTypes, attrs_value: HardmaxAttrs) -> Type:
+    data = args.tensor(0, dtypes=FLOAT_DTYPES)
+    normalize_axis(args, "axis", attrs_value.axis, data.ndim)
+    return data
+
+
+def _hardmax(attrs_value: HardmaxAttrs, data: np.ndarray) -> np.ndarray:
+    out = np.zeros_like(data)
+    if data.size:
+        first = np.expand_dims(np.argmax(data, axis=attrs_value.axis), attrs_value.axis)
+        np.put_along_axis(out, first, 1, axis=attrs_value.axis)
+    return out
+
+
+hardmax = define_op(
+    "nn.hardmax", inputs=("data",), attrs=HardmaxAttrs, type_rel=_hardmax_rel,
+    compute=_hardmax, pattern=OpPattern.OPAQUE, layout=LayoutInfo(axis_attrs=("axis",)),
+    description="1 at the first maximum along `axis` (the first NaN if any), 0 elsewhere.")

@@ -150,8 +150,10 @@ def numeric_rel(args: ArgTypes, _attrs: object) -> Type:
     return args.tensor(0, dtypes=NUMERIC_DTYPES)
 
 
-def _unary_op(name: str, kernel: Callable[[np.ndarray], np.ndarray], type_rel: TypeRelation,
-              description: str) -> Op:
+def unary_op(name: str, kernel: Callable[[np.ndarray], np.ndarray], type_rel: TypeRelation,
+             description: str) -> Op:
+    """Declare elementwise operator ``name`` whose kernel maps an array to one of its dtype
+    (floating-point exceptions silenced)."""
     def compute(_attrs: object, x: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
             return np.asarray(kernel(x), dtype=x.dtype)
@@ -207,17 +209,17 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return erf_float64(x)
 
 
-sqrt = _unary_op("sqrt", np.sqrt, float_rel, "Elementwise square root.")
-rsqrt = _unary_op("rsqrt", _rsqrt, float_rel, "Elementwise 1 / sqrt(x).")
-exp = _unary_op("exp", np.exp, float_rel, "Elementwise e ** x.")
-erf = _unary_op("erf", _erf, float_rel, "Elementwise Gauss error function.")
-negative = _unary_op("negative", np.negative, numeric_rel,
-                     "Elementwise -x (integers wrap around).")
-sigmoid = _unary_op("sigmoid", _sigmoid, float_rel, "Elementwise 1 / (1 + exp(-x)).")
-tanh = _unary_op("tanh", np.tanh, float_rel, "Elementwise hyperbolic tangent.")
-abs = _unary_op("abs", np.abs, numeric_rel,
-                "Elementwise absolute value (the most negative integer stays itself).")
-log = _unary_op("log", np.log, float_rel, "Elementwise natural logarithm.")
+sqrt = unary_op("sqrt", np.sqrt, float_rel, "Elementwise square root.")
+rsqrt = unary_op("rsqrt", _rsqrt, float_rel, "Elementwise 1 / sqrt(x).")
+exp = unary_op("exp", np.exp, float_rel, "Elementwise e ** x.")
+erf = unary_op("erf", _erf, float_rel, "Elementwise Gauss error function.")
+negative = unary_op("negative", np.negative, numeric_rel,
+                    "Elementwise -x (integers wrap around).")
+sigmoid = unary_op("sigmoid", _sigmoid, float_rel, "Elementwise 1 / (1 + exp(-x)).")
+tanh = unary_op("tanh", np.tanh, float_rel, "Elementwise hyperbolic tangent.")
+abs = unary_op("abs", np.abs, numeric_rel,
+               "Elementwise absolute value (the most negative integer stays itself).")
+log = unary_op("log", np.log, float_rel, "Elementwise natural logarithm.")
 
 
 # -- clip ---------------------------------------------------------------------------------------

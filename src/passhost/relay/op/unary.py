@@ -1,5 +1,73 @@
-"""Elementwise unary math: trigonometric and hyperbolic functions, rounding, sign, ..."""
+"""Elementwise math beyond tensor.py's: trigonometric and hyperbolic functions, rounding and
+sign, and the two remainders (``mod``, ``floor_mod``).
+
+Notes on the reference kernels:
+
+* ``round`` rounds halves to the nearest even integer (IEEE 754's default rounding).
+* ``mod`` is the remainder of the division truncated toward zero (C's ``fmod``, ``%`` on C
+  integers): it has the sign of ``lhs``. ``floor_mod`` is the remainder of the division
+  rounded down (Python's ``%``): it has the sign of ``rhs``. An integer remainder by zero gives
+  0; a floating-point one gives NaN.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from collections.abc import Callable
+
+import numpy as np
+
+from passhost.relay.op.registry import Op, OpPattern, define_op
+from passhost.relay.op.tensor import float_rel, numeric_broadcast_rel, numeric_rel, unary_op
+
+__all__ = [
+    "floor", "ceil", "round", "sign",
+    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+    "mod", "floor_mod",
+]
+
+# -- rounding and sign --------------------------------------------------------------------------
+floor = unary_op("floor", np.floor, float_rel, "Elementwise largest integer <= x.")
+ceil = unary_op("ceil", np.ceil, float_rel, "Elementwise smallest integer >= x.")
+round = unary_op("round", np.round, float_rel,
+                 "Elementwise nearest integer, halves to even.")
+sign = unary_op("sign", np.sign, numeric_rel,
+                "Elementwise sign: -1, 0 or 1 (NaN stays NaN).")
+
+# -- trigonometric and hyperbolic functions -----------------------------------------------------
+sin = unary_op("sin", np.sin, float_rel, "Elementwise sine (radians).")
+cos = unary_op("cos", np.cos, float_rel, "Elementwise cosine (radians).")
+tan = unary_op("tan", np.tan, float_rel, "Elementwise tangent (radians).")
+asin = unary_op("asin", np.arcsin, float_rel, "Elementwise arcsine, in [-pi/2, pi/2].")
+acos = unary_op("acos", np.arccos, float_rel, "Elementwise arccosine, in [0, pi].")
+atan = unary_op("atan", np.arctan, float_rel, "Elementwise arctangent, in (-pi/2, pi/2).")
+sinh = unary_op("sinh", np.sinh, float_rel, "Elementwise hyperbolic sine.")
+cosh = unary_op("cosh", np.cosh, float_rel, "Elementwise hyperbolic cosine.")
+asinh = unary_op("asinh", np.arcsinh, float_rel, "Elementwise inverse hyperbolic sine.")
+acosh = unary_op("acosh", np.arccosh, float_rel,
+                 "Elementwise inverse hyperbolic cosine (NaN below 1).")
+atanh = unary_op("atanh", np.arctanh, float_rel,
+                 "Elementwise inverse hyperbolic tangent (NaN outside [-1, 1]).")
+
+
+# -- remainders ---------------------------------------------------------------------------------
+def _remainder_op(name: str, ufunc: Callable[..., np.ndarray], description: str) -> Op:
+    def compute(_attrs: object, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            if a.dtype.kind == "f":
+                return np.asarray(ufunc(a, b), dtype=a.dtype)
+            # NumPy gives 0 for an integer remainder by zero too; the divisor is made 1 first
+            # so that no warning is raised and the result is 0 whatever NumPy's version.
+            zero = b == 0
+            out = ufunc(a, np.where(zero, np.ones((), b.dtype), b))
+            return np.where(zero, np.zeros((), a.dtype), out).astype(a.dtype, copy=False)
+
+    return define_op(name, inputs=("lhs", "rhs"), type_rel=numeric_broadcast_rel,
+                     compute=compute, pattern=OpPattern.BROADCAST, description=description)
+
+
+mod = _remainder_op(
+    "mod", np.fmod,
+    "Elementwise remainder of lhs / rhs truncated toward zero (C fmod; the sign of lhs).")
+floor_mod = _remainder_op(
+    "floor_mod", np.mod,
+    "Elementwise remainder of lhs / rhs rounded down (Python %; the sign of rhs).")
