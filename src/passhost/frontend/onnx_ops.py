@@ -331,17 +331,6 @@ def _gather(ctx: NodeContext) -> Value:
     return relay.take(ctx.input(0), const(indices), axis=axis)
 
 
-def _reduce_mean(ctx: NodeContext) -> Value:
-    ndim = len(ctx.shape(0))
-    axes = ctx.known_ints(1, "axes") if ctx.opset >= 18 else ctx.attr("axes")
-    if not axes:
-        if ctx.attr("noop_with_empty_axes", 0):
-            return ctx.input(0)
-        axes = list(range(ndim))
-    axis = tuple(axis_index(ctx, a, ndim) for a in axes)
-    return relay.mean(ctx.input(0), axis=axis, keepdims=bool(ctx.attr("keepdims", 1)))
-
-
 def _split(ctx: NodeContext) -> Sequence[Value]:
     shape = ctx.shape(0)
     axis = axis_index(ctx, int(ctx.attr("axis", 0)), len(shape))
@@ -435,7 +424,6 @@ CONVERTERS: dict[str, Entry] = {
     "Shape": _shape,
     "ConstantOfShape": _constant_of_shape,
     "Cast": _cast,
-    "ReduceMean": _reduce_mean,
     "Split": _split,
     "Slice": _slice,
     "Pad": _pad,

@@ -1,13 +1,13 @@
-"""Reduction operators (mean, sum, max, min) over axes.
+"""Reduction operators (sum, mean, max, min, prod) over axes.
 
 As in TVM, ``axis`` is None, an int or a tuple of ints; None or an empty tuple reduces every
 axis (whatever ``exclude`` says), and ``exclude=True`` reduces every axis *not* listed.
 ``keepdims`` keeps reduced axes with length 1.
 
-Reference kernels: ``sum`` keeps the input dtype (integers wrap around) and accumulates
-float16 in float32; ``mean`` of integers sums in int64 and divides truncating toward zero
-(TVM's integer division), giving the input dtype. ``mean``, ``max`` and ``min`` reject a
-reduction over zero elements.
+Reference kernels: ``sum`` and ``prod`` keep the input dtype (integers wrap around) and
+accumulate float16 in float32 (an empty reduction gives 0 and 1); ``mean`` of integers sums
+in int64 and divides truncating toward zero (TVM's integer division), giving the input
+dtype. ``mean``, ``max`` and ``min`` reject a reduction over zero elements.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from passhost.ir.types import FLOAT_DTYPES, INT_DTYPES, TensorType, Type
 from passhost.relay.op.common import normalize_axis
 from passhost.relay.op.registry import ArgTypes, Op, OpPattern, TypeRelation, define_op
 
-__all__ = ["max", "mean", "min", "sum"]
+__all__ = ["max", "mean", "min", "prod", "sum"]
 
 
 @attrs_class
@@ -61,12 +61,20 @@ def _reduce_rel(dtypes: tuple[str, ...], nonempty: bool) -> TypeRelation:
     return rel
 
 
-def _sum(attrs_value: ReduceAttrs, x: np.ndarray) -> np.ndarray:
-    axes = _kernel_axes(attrs_value, x.ndim)
-    acc = "float32" if x.dtype.name == "float16" else x.dtype
-    with np.errstate(all="ignore"):
-        out = np.sum(x, axis=axes, dtype=acc, keepdims=attrs_value.keepdims)
-    return np.asarray(out).astype(x.dtype)
+_Kernel = Callable[[ReduceAttrs, np.ndarray], np.ndarray]
+
+
+def _accumulating(reduce: Callable[..., np.ndarray]) -> _Kernel:
+    """A kernel applying NumPy's ``reduce`` in the input dtype (float16 in float32)."""
+
+    def compute(attrs_value: ReduceAttrs, x: np.ndarray) -> np.ndarray:
+        axes = _kernel_axes(attrs_value, x.ndim)
+        acc = "float32" if x.dtype.name == "float16" else x.dtype
+        with np.errstate(all="ignore"):
+            out = reduce(x, axis=axes, dtype=acc, keepdims=attrs_value.keepdims)
+        return np.asarray(out).astype(x.dtype)
+
+    return compute
 
 
 def _mean(attrs_value: ReduceAttrs, x: np.ndarray) -> np.ndarray:
@@ -107,16 +115,18 @@ def _kernel_axes(attrs_value: ReduceAttrs, ndim: int) -> tuple[int, ...]:
 _NUMERIC = FLOAT_DTYPES + INT_DTYPES
 
 
-def _reduce_op(name: str, compute: Callable[[ReduceAttrs, np.ndarray], np.ndarray],
-               dtypes: tuple[str, ...], nonempty: bool, description: str) -> Op:
+def _reduce_op(name: str, compute: _Kernel, dtypes: tuple[str, ...], nonempty: bool,
+               description: str) -> Op:
     return define_op(name, inputs=("data",), type_rel=_reduce_rel(dtypes, nonempty),
                      compute=compute, attrs=ReduceAttrs, pattern=OpPattern.COMM_REDUCE,
                      description=description)
 
 
-sum = _reduce_op("sum", _sum, _NUMERIC, False,
+sum = _reduce_op("sum", _accumulating(np.sum), _NUMERIC, False,
                  "Sum over axes (the input dtype; integers wrap around).")
 mean = _reduce_op("mean", _mean, _NUMERIC, True,
                   "Arithmetic mean over axes (integers: truncated toward zero).")
 max = _reduce_op("max", _max, (*_NUMERIC, "bool"), True, "Maximum over axes.")
 min = _reduce_op("min", _min, (*_NUMERIC, "bool"), True, "Minimum over axes.")
+prod = _reduce_op("prod", _accumulating(np.prod), _NUMERIC, False,
+                  "Product over axes (the input dtype; integers wrap around).")
