@@ -19,7 +19,7 @@ from passhost.frontend.onnx_registry import Converter, Entry
 from passhost.relay import nn
 from passhost.relay.expr import Expr, const
 
-__all__ = ["CONVERTERS", "along_softmax_axis", "axis_index", "conv2d_attrs", "matmul_any_rank"]
+__all__ = ["CONVERTERS", "along_softmax_axis", "axis_index", "matmul_any_rank"]
 
 
 def _dtype(ctx: NodeContext, index: int = 0) -> str:
@@ -38,87 +38,6 @@ def _only_first_output(ctx: NodeContext) -> None:
     if extra:
         raise ctx.error(f"only the first output is supported in inference, found outputs "
                         f"{extra} used")
-
-
-# -- windows (Conv and pools) --------------------------------------------------------------------
-def _window_padding(ctx: NodeContext, spatial: Sequence[int], kernel: Sequence[int],
-                    strides: Sequence[int], dilations: Sequence[int],
-                    ) -> tuple[int, int, int, int]:
-    """(top, left, bottom, right) padding from ``pads`` or ``auto_pad``."""
-    auto = ctx.attr("auto_pad", "NOTSET")
-    if auto == "NOTSET":
-        pads = tuple(int(p) for p in ctx.attr("pads", (0, 0, 0, 0)))
-        if len(pads) != 4:
-            raise ctx.error(f"expected 4 pads (2-D window), found {list(pads)}")
-        return pads  # type: ignore[return-value]
-    if auto == "VALID":
-        return (0, 0, 0, 0)
-    if auto not in ("SAME_UPPER", "SAME_LOWER"):
-        raise ctx.error(f"expected auto_pad NOTSET, VALID, SAME_UPPER or SAME_LOWER, "
-                        f"found {auto!r}")
-    lo, hi = [], []
-    for n, k, s, d in zip(spatial, kernel, strides, dilations):
-        total = max((math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n, 0)
-        small, big = total // 2, total - total // 2
-        lo.append(small if auto == "SAME_UPPER" else big)
-        hi.append(big if auto == "SAME_UPPER" else small)
-    return (lo[0], lo[1], hi[0], hi[1])
-
-
-def _spatial_2d(ctx: NodeContext) -> tuple[int, int]:
-    shape = ctx.shape(0)
-    if len(shape) != 4:
-        raise ctx.error(f"expected a 4-D NCHW input (2-D window), found shape {shape}")
-    return shape[2], shape[3]
-
-
-def conv2d_attrs(ctx: NodeContext, weight_index: int = 1) -> dict[str, object]:
-    """The 2-D convolution attributes (``strides``, ``padding``, ``dilation``, ``groups``,
-    ``channels``, ``kernel_size``) of a Conv-like node whose data is input 0 and whose OIHW
-    weight is input ``weight_index``."""
-    spatial = _spatial_2d(ctx)
-    wshape = ctx.shape(weight_index)
-    if len(wshape) != 4:
-        raise ctx.error(f"expected a 4-D OIHW weight (input {weight_index}), found shape "
-                        f"{wshape}")
-    kernel = tuple(ctx.attr("kernel_shape", wshape[2:]))
-    strides = tuple(ctx.attr("strides", (1, 1)))
-    dilations = tuple(ctx.attr("dilations", (1, 1)))
-    padding = _window_padding(ctx, spatial, kernel, strides, dilations)
-    return {"strides": strides, "padding": padding, "dilation": dilations,
-            "groups": int(ctx.attr("group", 1)), "channels": wshape[0], "kernel_size": kernel}
-
-
-def _conv(ctx: NodeContext) -> Value:
-    out = nn.conv2d(ctx.input(0), ctx.input(1), **conv2d_attrs(ctx))
-    if ctx.has_input(2):
-        out = nn.bias_add(out, ctx.input(2), axis=1)
-    return out
-
-
-def _pool(ctx: NodeContext, op: Callable[..., Expr], **extra: object) -> Value:
-    _only_first_output(ctx)
-    spatial = _spatial_2d(ctx)
-    kernel = tuple(ctx.required_attr("kernel_shape"))
-    strides = tuple(ctx.attr("strides", (1, 1)))
-    dilations = tuple(ctx.attr("dilations", (1, 1)))
-    padding = _window_padding(ctx, spatial, kernel, strides, dilations)
-    return op(ctx.input(0), pool_size=kernel, strides=strides, dilation=dilations,
-              padding=padding, ceil_mode=bool(ctx.attr("ceil_mode", 0)), **extra)
-
-
-def _max_pool(ctx: NodeContext) -> Value:
-    return _pool(ctx, nn.max_pool2d)
-
-
-def _avg_pool(ctx: NodeContext) -> Value:
-    return _pool(ctx, nn.avg_pool2d,
-                 count_include_pad=bool(ctx.attr("count_include_pad", 0)))
-
-
-def _global_avg_pool(ctx: NodeContext) -> Value:
-    _spatial_2d(ctx)
-    return nn.global_avg_pool2d(ctx.input(0))
 
 
 # -- dense algebra -------------------------------------------------------------------------------
@@ -389,7 +308,6 @@ def _pad(ctx: NodeContext) -> Value:
 
 #: The converter of each supported ONNX operator type.
 CONVERTERS: dict[str, Entry] = {
-    "Conv": _conv,
     "Gemm": _gemm,
     "MatMul": _matmul,
     "BatchNormalization": _batch_norm,
@@ -412,9 +330,6 @@ CONVERTERS: dict[str, Entry] = {
     "Transpose": _transpose,
     "Concat": _concat,
     "Flatten": _flatten,
-    "GlobalAveragePool": _global_avg_pool,
-    "MaxPool": _max_pool,
-    "AveragePool": _avg_pool,
     "Identity": _identity,
     "Dropout": _identity,
     "Constant": _constant,

@@ -26,8 +26,9 @@ import numpy as np
 from onnx import helper
 
 from passhost.frontend.onnx_context import NodeContext, Value
-from passhost.frontend.onnx_ops import axis_index, conv2d_attrs, matmul_any_rank
+from passhost.frontend.onnx_ops import axis_index, matmul_any_rank
 from passhost.frontend.onnx_registry import Entry
+from passhost.frontend.onnx_windows import conv2d_attrs
 from passhost.relay import nn, qnn
 from passhost.relay.expr import Expr, const
 from passhost.relay.op.qnn import QUANT_DTYPES

@@ -61,20 +61,34 @@ def _attr_error(name: str, expected: str, value: Any) -> AttrError:
     return AttrError(f"attribute '{name}': expected {expected}, found {value!r}")
 
 
-def _pair_field(default: tuple[int, int] | None, *, minimum: int, optional: bool = False):
-    """A pair of ints (a bare int or 1-tuple is repeated), each at least ``minimum``."""
-    f = ints_field(default, lengths={2}, expand=2, optional=optional)
+def _window_ints_field(rank: int, default: tuple[int, ...] | None, *, minimum: int,
+                       optional: bool = False):
+    """``rank`` ints, one per window axis (a bare int or 1-tuple is repeated), each at least
+    ``minimum``."""
+    f = ints_field(default, lengths={rank}, expand=rank, optional=optional)
 
     @f.validator
     def _check(_inst: Any, attribute: Any, value: Any) -> None:
         if value is not None and min(value) < minimum:
-            raise _attr_error(attribute.name, f"a tuple of 2 ints >= {minimum}", value)
+            raise _attr_error(attribute.name, f"a tuple of {rank} ints >= {minimum}", value)
 
     return f
 
 
-def _padding_field():
-    """2-D window padding: 1, 2 or 4 non-negative ints, stored as (top, left, bottom, right)."""
+def _pair_field(default: tuple[int, int] | None, *, minimum: int, optional: bool = False):
+    """A pair of ints (a bare int or 1-tuple is repeated), each at least ``minimum``."""
+    return _window_ints_field(2, default, minimum=minimum, optional=optional)
+
+
+def _padding_field(rank: int = 2):
+    """Window padding: 1, ``rank`` or ``2 * rank`` non-negative ints, stored as ``2 * rank``:
+    every axis's start, then every axis's end ((top, left, bottom, right) in 2-D)."""
+    if rank == 2:
+        expected = ("1, 2 or 4 non-negative ints "
+                    "((p), (top/bottom, left/right) or (top, left, bottom, right))")
+    else:
+        expected = (f"1, {rank} or {2 * rank} non-negative ints ((p), one per axis, or every "
+                    f"axis's start then every axis's end)")
 
     def convert(v: Any) -> Any:
         if _is_int(v):
@@ -82,17 +96,17 @@ def _padding_field():
         if isinstance(v, (list, tuple, np.ndarray)):
             v = tuple(int(x) if _is_int(x) else x for x in v)
             if len(v) == 1:
-                v = v * 4
-            elif len(v) == 2:
+                v = v * (2 * rank)
+            elif len(v) == rank:
                 v = v + v
         return v
 
     def check(_inst: Any, attribute: Any, v: Any) -> None:
-        if not (isinstance(v, tuple) and len(v) == 4 and all(_is_int(x) and x >= 0 for x in v)):
-            raise _attr_error(attribute.name, "1, 2 or 4 non-negative ints "
-                              "((p), (top/bottom, left/right) or (top, left, bottom, right))", v)
+        if not (isinstance(v, tuple) and len(v) == 2 * rank
+                and all(_is_int(x) and x >= 0 for x in v)):
+            raise _attr_error(attribute.name, expected, v)
 
-    return field(default=(0, 0, 0, 0), converter=convert, validator=check)
+    return field(default=(0,) * (2 * rank), converter=convert, validator=check)
 
 
 def _out_layout_field():
