@@ -1,6 +1,6 @@
-"""The ONNX windowed operators (Conv, ConvTranspose, pools, MaxUnpool, CausalConvWithState) in
-1-D, 2-D and 3-D against onnxruntime (or ONNX's reference where onnxruntime lacks the
-operator), the operators they become, and their errors."""
+"""The ONNX windowed operators (Conv, ConvTranspose, pools, MaxUnpool, DeformConv,
+CausalConvWithState) in 1-D, 2-D and 3-D against onnxruntime (or ONNX's reference where
+onnxruntime lacks the operator), the operators they become, and their errors."""
 
 from __future__ import annotations
 
@@ -300,6 +300,35 @@ def test_max_unpool_places_a_smaller_unpooling_at_the_start_of_output_shape():
     np.testing.assert_array_equal(got, want)
 
 
+# -- DeformConv ------------------------------------------------------------------------------
+@pytest.mark.parametrize("attrs, xshape, wshape, offset_group", [
+    ({}, (1, 2, 4, 4), (3, 2, 3, 3), 1),
+    ({"strides": [2, 1], "pads": [1, 0, 1, 2], "dilations": [1, 2], "group": 2},
+     (2, 4, 5, 6), (6, 2, 2, 3), 2),
+    ({"pads": [1, 1, 1, 1], "kernel_shape": [2, 2]}, (1, 3, 3, 4), (2, 3, 2, 2), 3),
+])
+@pytest.mark.parametrize("mask, bias", [(False, False), (True, True)])
+def test_deform_conv(attrs, xshape, wshape, offset_group, mask, bias):
+    rng = np.random.default_rng(5)
+    kh, kw = wshape[2:]
+    s, d = attrs.get("strides", [1, 1]), attrs.get("dilations", [1, 1])
+    p = attrs.get("pads", [0] * 4)
+    out = [(n + p[i] + p[i + 2] - d[i] * (k - 1) - 1) // s[i] + 1
+           for i, (n, k) in enumerate(zip(xshape[2:], (kh, kw)))]
+    taps = offset_group * kh * kw
+    # Offsets up to a few positions away, so that samples fall inside, between and outside.
+    inputs = {"x": rand(*xshape),
+              "offset": rng.uniform(-3, 3, (xshape[0], 2 * taps, *out)).astype("float32")}
+    if mask:
+        inputs["mask"] = rng.uniform(0, 1, (xshape[0], taps, *out)).astype("float32")
+    init = {"w": rand(*wshape)}
+    if bias:
+        init["b"] = rand(wshape[0])
+    names = ["x", "w", "offset", "b" if bias else "", "mask" if mask else ""]
+    check([node("DeformConv", names, offset_group=offset_group, **attrs)], inputs, init,
+          opset=22)
+
+
 # -- CausalConvWithState ---------------------------------------------------------------------
 @pytest.mark.parametrize("k, bias, past, activation, dtype", [
     (3, False, False, "none", "float32"),
@@ -358,13 +387,16 @@ def test_causal_conv_with_state_matches_the_onnx_reference(k, bias, past, activa
      r"MaxUnpool node .*at least \[8\]"),
     ([node("MaxUnpool", ["x", "i"], kernel_shape=[2])], {"i": np.zeros((2, 3, 2), "int64")},
      r"MaxUnpool node .*indices of the data's shape"),
+    ([node("DeformConv", ["x", "w", "o"], offset_group=2)],
+     {"w": rand(2, 3, 1, 1), "o": rand(2, 4, 4, 4)},
+     r"DeformConv node .*4-D data"),
     ([node("CausalConvWithState", ["x", "w"], activation="gelu")], {"w": rand(3, 1, 2)},
      r"CausalConvWithState node .*activation none, silu or swish"),
     ([node("CausalConvWithState", ["x", "w"])], {"w": rand(3, 2, 2)},
      r"CausalConvWithState node .*\(3, 1, k\) weight"),
 ])
 def test_malformed_nodes_are_named(nodes, init, message):
-    opset = 27 if nodes[0].op_type == "CausalConvWithState" else 17
+    opset = {"CausalConvWithState": 27, "DeformConv": 22}.get(nodes[0].op_type, 17)
     with pytest.raises(OnnxImportError, match=message):
         from_onnx(make_model(nodes, {"x": rand(2, 3, 4)}, init, opset=opset))
 
@@ -412,3 +444,12 @@ def test_ill_typed_calls_name_the_operator_and_argument(build, message):
     x = relay.var("x", shape=(1, 5, 4, 4, 4))
     with pytest.raises(IRTypeError, match=message):
         infer_type(relay.Function([x], build(x)))
+
+
+def test_deformable_conv2d_checks_the_offset_shape():
+    x, w = relay.var("x", shape=(1, 2, 4, 4)), relay.var("w", shape=(3, 2, 3, 3))
+    offset, mask = relay.var("o", shape=(1, 18, 2, 2)), relay.var("m", shape=(1, 9, 2, 2))
+    with pytest.raises(IRTypeError, match=r"argument 'offset' expected a tensor of shape "
+                                          r"\(1, 18, 4, 4\)"):
+        infer_type(relay.Function([x, offset, w, mask],
+                                  relay.nn.deformable_conv2d(x, offset, w, mask, padding=1)))

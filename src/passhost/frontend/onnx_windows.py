@@ -1,5 +1,5 @@
 """Converters of the ONNX windowed network operators: Conv, ConvTranspose and pools in 1-D,
-2-D and 3-D, global pools, MaxUnpool and CausalConvWithState.
+2-D and 3-D, global pools, MaxUnpool, DeformConv and CausalConvWithState.
 
 2-D convolutions and pools become ``nn.conv2d``, ``nn.max_pool2d`` and ``nn.avg_pool2d`` (the
 operators with fast cpu kernels); 1-D ones become the same 2-D operators over a unit height
@@ -369,6 +369,27 @@ def _max_unpool(ctx: NodeContext) -> Value:
     return nn.max_unpool(ctx.input(0), ctx.input(1), index_shape=unpooled, out_shape=out)
 
 
+# -- DeformConv ----------------------------------------------------------------------------
+def _deform_conv(ctx: NodeContext) -> Value:
+    """DeformConv becomes nn.deformable_conv2d (a mask of ones without one), plus nn.bias_add
+    with a bias; 2-D data only."""
+    _spatial_rank(ctx, (2,))
+    win = node_window(ctx, _weight_kernel(ctx, 1, 2))
+    groups = int(ctx.attr("offset_group", 1))
+    if groups < 1:
+        raise ctx.error(f"expected offset_group >= 1, found {groups}")
+    if ctx.has_input(4):
+        mask: Expr = ctx.input(4)
+    else:
+        n, _, oh, ow = ctx.shape(2)
+        mask = const(np.ones((n, groups * math.prod(win.kernel), oh, ow), dtype=_dtype(ctx)))
+    out = nn.deformable_conv2d(ctx.input(0), ctx.input(2), ctx.input(1), mask,
+                               strides=win.strides, padding=win.padding,
+                               dilation=win.dilations, groups=_group(ctx),
+                               deformable_groups=groups)
+    return _with_bias(ctx, out, 3)
+
+
 # -- CausalConvWithState --------------------------------------------------------------------
 def _causal_conv_with_state(ctx: NodeContext) -> Sequence[Value]:
     """CausalConvWithState becomes a concatenation of the past state (zeros without one) and
@@ -417,4 +438,5 @@ CONVERTERS: dict[str, Entry] = {
     "GlobalLpPool": _global_lp_pool,
     "MaxUnpool": _max_unpool,
     "CausalConvWithState": _causal_conv_with_state,
+    "DeformConv": _deform_conv,
 }

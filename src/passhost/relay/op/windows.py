@@ -21,9 +21,10 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from passhost.ir.attrs import Attrs, attrs_class, bool_field, dtype_field, int_field, ints_field
-from passhost.ir.types import INT_DTYPES, TensorType, Type
+from passhost.ir.types import FLOAT_DTYPES, INT_DTYPES, TensorType, Type
 from passhost.relay.op.nn import (
     NUMERIC_DTYPES,
+    _acc_float,
     _check_out_dtype,
     _mean_of_sums,
     _padding_field,
@@ -37,9 +38,10 @@ from passhost.relay.op.registry import ArgTypes, OpPattern, define_op
 
 __all__ = [
     "conv3d", "conv2d_transpose", "conv3d_transpose", "max_pool3d", "avg_pool3d",
-    "max_pool_argmax", "max_unpool", "window_out_sizes", "conv_transpose_sizes",
+    "max_pool_argmax", "max_unpool", "deformable_conv2d", "window_out_sizes",
+    "conv_transpose_sizes",
     "Conv3DAttrs", "Conv2DTransposeAttrs", "Conv3DTransposeAttrs", "MaxPool3DAttrs",
-    "AvgPool3DAttrs", "MaxPoolArgmaxAttrs", "MaxUnpoolAttrs",
+    "AvgPool3DAttrs", "MaxPoolArgmaxAttrs", "MaxUnpoolAttrs", "DeformableConv2DAttrs",
 ]
 
 
@@ -482,3 +484,81 @@ max_unpool = define_op(
     description="The inverse of a max pool: zeros of (N, C, *index_shape) with each data "
                 "value at its flat index (indices outside are ignored), placed at the start of "
                 "(N, C, *out_shape).")
+
+
+# -- nn.deformable_conv2d ---------------------------------------------------------------------
+@attrs_class
+class DeformableConv2DAttrs(Attrs):
+    """Attributes of ``nn.deformable_conv2d``."""
+
+    strides: tuple[int, int] = _window_ints_field(2, (1, 1), minimum=1)
+    padding: tuple[int, int, int, int] = _padding_field(2)
+    dilation: tuple[int, int] = _window_ints_field(2, (1, 1), minimum=1)
+    groups: int = int_field(1, minimum=1)
+    deformable_groups: int = int_field(1, minimum=1)
+
+
+def _deformable_conv2d_rel(args: ArgTypes, attrs: DeformableConv2DAttrs) -> Type:
+    data = args.tensor(0, ndim=4, dtypes=FLOAT_DTYPES)
+    weight = args.tensor(2, ndim=4, dtypes=(data.dtype,))
+    n, c, h, w = data.shape
+    o, i, kh, kw = weight.shape
+    g, dg = attrs.groups, attrs.deformable_groups
+    if c % g or i * g != c or o % g:
+        args.fail(2, f"an (O, {c // g}, KH, KW) weight, O divisible by groups={g} (data has "
+                  f"{c} channels)", weight)
+    if c % dg:
+        args.fail(0, f"data whose {c} channels divide into deformable_groups={dg}", data)
+    if min(kh, kw) < 1:
+        args.fail(2, "a weight with a non-empty kernel", weight)
+    out = window_out_sizes((h, w), (kh, kw), attrs.strides, attrs.dilation, attrs.padding)
+    _check_fits(args, data, out, (kh, kw), attrs.dilation, "kernel")
+    for index, per_tap in ((1, 2), (3, 1)):
+        want = (n, dg * kh * kw * per_tap, *out)
+        args.tensor(index, dtypes=(data.dtype,))
+        if args.tensor(index).shape != want:
+            args.fail(index, f"a tensor of shape {want}", args.tensor(index))
+    return TensorType((n, o, *out), data.dtype)
+
+
+def _deformable_conv2d(attrs: DeformableConv2DAttrs, data: np.ndarray, offset: np.ndarray,
+                       weight: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    acc = _acc_float(data.dtype)
+    n, c, h, w = data.shape
+    o, cg, kh, kw = weight.shape
+    g, dg = attrs.groups, attrs.deformable_groups
+    oh, ow = offset.shape[2:]
+    taps = kh * kw * oh * ow
+    off = offset.astype(acc).reshape(n, dg, kh, kw, 2, oh, ow)
+    # Sampling position of each (tap, output) pair: its place in the window plus the offset.
+    ph = ((np.arange(oh) * attrs.strides[0] - attrs.padding[0])[None, :, None]
+          + (np.arange(kh) * attrs.dilation[0])[:, None, None])[:, None] + off[:, :, :, :, 0]
+    pw = ((np.arange(ow) * attrs.strides[1] - attrs.padding[1])[None, None, :]
+          + (np.arange(kw) * attrs.dilation[1])[:, None, None])[None] + off[:, :, :, :, 1]
+    h0, w0 = np.floor(ph), np.floor(pw)
+    planes = data.astype(acc).reshape(n, dg, c // dg, h * w)
+    samples = np.zeros((n, dg, c // dg, taps), dtype=acc)
+    # Bilinear interpolation: each of the four neighbours, zero outside the data.
+    for dy in (0, 1):
+        for dx in (0, 1):
+            y, x = h0 + dy, w0 + dx
+            share = (1 - np.abs(ph - y)) * (1 - np.abs(pw - x))
+            inside = (y >= 0) & (y < h) & (x >= 0) & (x < w)
+            flat = (np.clip(y, 0, h - 1) * w + np.clip(x, 0, w - 1)).astype(np.intp)
+            picked = np.take_along_axis(planes, flat.reshape(n, dg, 1, taps), axis=3)
+            samples += picked * np.where(inside, share, 0).reshape(n, dg, 1, taps)
+    samples *= mask.astype(acc).reshape(n, dg, 1, taps)
+    cols = samples.reshape(n, g, cg * kh * kw, oh * ow)
+    wg = weight.astype(acc).reshape(g, o // g, cg * kh * kw)
+    out = np.einsum("gok,ngkp->ngop", wg, cols, optimize=True)
+    return np.ascontiguousarray(out.reshape(n, o, oh, ow).astype(data.dtype))
+
+
+deformable_conv2d = define_op(
+    "nn.deformable_conv2d", inputs=("data", "offset", "weight", "mask"),
+    attrs=DeformableConv2DAttrs, type_rel=_deformable_conv2d_rel, compute=_deformable_conv2d,
+    pattern=OpPattern.OPAQUE,
+    description="Deformable 2-D convolution (NCHW, OIHW): each kernel tap samples the data "
+                "bilinearly (zero outside) at its place plus an offset (N, deformable_groups * "
+                "KH * KW * 2, OH, OW) of (dy, dx) pairs, scaled by a mask (N, deformable_groups "
+                "* KH * KW, OH, OW).")

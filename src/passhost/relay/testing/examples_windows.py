@@ -1,5 +1,5 @@
-"""Example functions for the windowed network operators: 3-D, transposed, max-pool positions
-and unpooling (see op_examples.py)."""
+"""Example functions for the windowed network operators: 3-D, transposed, deformable, max-pool
+positions and unpooling (see op_examples.py)."""
 
 from __future__ import annotations
 
@@ -68,6 +68,16 @@ def _max_unpool() -> relay.Function:
     return relay.Function([x], y)
 
 
+def _deformable_conv2d() -> relay.Function:
+    x = relay.var("x", shape=(1, 4, 5, 6))
+    offset = relay.var("offset", shape=(1, 2 * 2 * 3 * 2, 3, 3))
+    w = relay.var("w", shape=(6, 2, 2, 3))
+    mask = relay.var("mask", shape=(1, 2 * 2 * 3, 3, 3))
+    y = relay.nn.deformable_conv2d(x, offset, w, mask, strides=(2, 2), padding=(1, 1, 0, 0),
+                                   dilation=(1, 1), groups=2, deformable_groups=2)
+    return relay.Function([x, offset, w, mask], y)
+
+
 EXAMPLES: list[tuple[str, Builder]] = [
     ("nn.conv3d", _conv3d),
     ("nn.conv3d", _conv3d_int8),
@@ -77,4 +87,5 @@ EXAMPLES: list[tuple[str, Builder]] = [
     ("nn.avg_pool3d", _avg_pool3d),
     ("nn.max_pool_argmax", _max_pool_argmax),
     ("nn.max_unpool", _max_unpool),
+    ("nn.deformable_conv2d", _deformable_conv2d),
 ]
