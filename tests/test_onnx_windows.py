@@ -255,6 +255,17 @@ def test_pools_at_older_opsets(opset, op_type, attrs):
     check([node(op_type, ["x"], **attrs)], {"x": rand(*xshape)}, opset=opset)
 
 
+@pytest.mark.parametrize("opset, op_type, attrs, wshape", [
+    (7, "Conv", {"strides": [2], "auto_pad": "SAME_UPPER"}, (3, 2, 3)),
+    (9, "ConvTranspose", {"strides": [2, 2], "output_padding": [1, 0]}, (2, 3, 2, 2)),
+    (10, "Conv", {"pads": [1, 0, 1, 0, 1, 1]}, (3, 2, 2, 2, 2)),
+])
+def test_convolutions_at_older_opsets(opset, op_type, attrs, wshape):
+    xshape = (1, 2, *(4,) * (len(wshape) - 2))
+    check([node(op_type, ["x", "w"], **attrs)], {"x": rand(*xshape)}, {"w": rand(*wshape)},
+          opset=opset)
+
+
 # -- LpPool and global pools ------------------------------------------------------------------
 @pytest.mark.parametrize("attrs, xshape", [
     ({"kernel_shape": [3]}, (2, 3, 8)),
