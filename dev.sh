@@ -4,8 +4,9 @@
 #                        instrument on, and run the artifact (the main job)
 #   bash dev.sh test   - set up, then lint and run the whole test suite
 # Setup creates a virtual environment (.venv, or $PASSHOST_VENV) and installs passhost,
-# its plugins, the example plugin distributions and the test tools into it; it needs only
-# Python 3.10+ and pip.
+# its plugins, the example plugin distributions, the test tools and the exported-model
+# tests' torch, transformers and onnxscript (the extras test and exports) into it; it needs
+# only Python 3.10+ and pip.
 set -euo pipefail
 cd "$(dirname "$0")"
 venv=${PASSHOST_VENV:-.venv}
@@ -19,7 +20,8 @@ setup() {
   for dir in plugins/*/ examples/*/; do
     plugins+=(-e "$dir")
   done
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]" "${plugins[@]}"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test,exports]" \
+    "${plugins[@]}"
 }
 
 case "${1:-}" in

@@ -66,7 +66,7 @@ def _check(runtime: str, model: str, found: np.ndarray, expected: np.ndarray) ->
     return diff
 
 
-def _ort_session(model: onnx.ModelProto, threads: int) -> ort.InferenceSession:
+def ort_session(model: onnx.ModelProto, threads: int) -> ort.InferenceSession:
     """An onnxruntime CPU session with ``threads`` intra-op threads."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
@@ -76,13 +76,16 @@ def _ort_session(model: onnx.ModelProto, threads: int) -> ort.InferenceSession:
                                 providers=["CPUExecutionProvider"])
 
 
-def _passhost_executor(model: onnx.ModelProto, threads: int, x: np.ndarray) -> Executor:
-    """passhost's executor for ``model`` on ``cpu -num-threads=threads`` with input set."""
+def passhost_executor(model: onnx.ModelProto, threads: int,
+                      inputs: dict[str, np.ndarray]) -> Executor:
+    """passhost's executor for ``model`` on ``cpu -num-threads=threads`` (opt_level 3) with
+    ``inputs`` set (arrays by input name)."""
     mod, params = from_onnx(model)
     with PassContext(opt_level=3):
         compiled = passhost.build(mod, f"cpu -num-threads={threads}", params)
     executor = compiled.executor()
-    executor.set_input("x", x)
+    for name, value in inputs.items():
+        executor.set_input(name, value)
     return executor
 
 
@@ -111,9 +114,9 @@ def _race(name: str, repeat: int) -> None:
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     torch_run = _torch_runner(model, x)
     for threads in (1, 2):
-        session = _ort_session(model, threads)
+        session = ort_session(model, threads)
         expected = session.run(None, {"x": x})[0]
-        executor = _passhost_executor(model, threads, x)
+        executor = passhost_executor(model, threads, {"x": x})
         executor.run()
         diff = _check("passhost", name, executor.get_output(0), expected)
         runners = {"passhost": executor.run,
