@@ -140,11 +140,11 @@ def _window_out(size: int, k: int, stride: int, dil: int, lo: int, hi: int,
                 ceil_mode: bool = False) -> int:
     """Output length of a sliding window (0 or less when the window does not fit)."""
     span = size + lo + hi - (dil * (k - 1) + 1)
-    if span < 0:
-        return 0
     if not ceil_mode:
-        return span // stride + 1
-    out = -(-span // stride) + 1
+        return span // stride + 1 if span >= 0 else 0
+    # Rounding up, a window longer than the padded input still fits once when it starts
+    # within it (ONNX and onnxruntime; transformers' EfficientNet pools so).
+    out = max(-(-span // stride) + 1, 0)
     if (out - 1) * stride >= size + lo:  # the last window would start in the right padding
         out -= 1
     return out
