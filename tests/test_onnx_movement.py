@@ -268,12 +268,21 @@ def test_scatter_nd_reductions(reduction, dshape, indices, ushape):
           {"x": rand(*dshape), "i": indices, "u": rand(*ushape)}, opset=18)
 
 
-def test_out_of_range_computed_indices_fail_when_run():
-    model = make_model([node("GatherElements", ["x", "i"], axis=1)],
-                       {"x": rand(2, 3), "i": np.zeros((2, 2), "int64")})
-    with pytest.raises(IndexRangeError, match=r"gather_elements: index 3 is out of range "
-                                              r"\[-3, 3\) for axis 1"):
-        run_passhost(model, {"x": rand(2, 3), "i": np.array([[0, 3], [1, 1]], "int64")})
+@pytest.mark.parametrize(("nodes", "inputs", "message"), [
+    ([node("GatherElements", ["x", "i"], axis=1)], {"i": np.array([[0, 3], [1, 1]], "int64")},
+     r"gather_elements: index 3 is out of range \[-3, 3\) for axis 1"),
+    ([node("GatherND", ["x", "i"])], {"i": np.array([[1, -4]], "int64")},
+     r"gather_nd: index -4 is out of range \[-3, 3\) for axis 1"),
+    ([node("ScatterND", ["x", "i", "u"])], {"i": np.array([[2]], "int64"), "u": rand(1, 3)},
+     r"scatter_nd: index 2 is out of range \[-2, 2\) for axis 0"),
+    ([node("ReverseSequence", ["x", "n"], batch_axis=0, time_axis=1)], {"n": ints(1, 4)},
+     r"reverse_sequence: sequence length 4 is out of range \[0, 3\]"),
+])
+def test_out_of_range_computed_indices_fail_when_run(nodes, inputs, message):
+    inputs = {"x": rand(2, 3), **inputs}
+    model = make_model(nodes, inputs, opset=13)
+    with pytest.raises(IndexRangeError, match=message):
+        run_passhost(model, inputs)
 
 
 @pytest.mark.parametrize(("indices", "axis", "values"), [
@@ -358,6 +367,26 @@ def test_gather_elements_and_scatter_elements_match_onnxruntime(data):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_einsum_matches_numpy(data):
+    """Property: random equations (repeated letters, sums, outer and inner products, one to
+    three operands, explicit or implicit outputs) equal numpy.einsum."""
+    sizes = dict(zip("abcd", data.draw(st.lists(st.integers(1, 3), min_size=4, max_size=4))))
+    term = st.text("abcd", max_size=4)
+    terms = data.draw(st.lists(term, min_size=1, max_size=3))
+    used = sorted(set("".join(terms)))
+    equation = ",".join(terms)
+    if data.draw(st.booleans()):
+        equation += "->" + "".join(data.draw(st.permutations(used))[:data.draw(
+            st.integers(0, len(used)))])
+    inputs = {f"x{i}": RNG.standard_normal([sizes[c] for c in t]) for i, t in enumerate(terms)}
+    values, _ = imported([node("Einsum", list(inputs), equation=equation)], inputs, opset=12)
+    want = np.einsum(equation, *inputs.values())
+    assert values.shape == want.shape
+    np.testing.assert_allclose(values, want, rtol=1e-9, atol=1e-12)
+
+
 # -- errors --------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("nodes", "init", "message"), [
     ([node("Einsum", ["x", "x"], equation="ij->ij")], {}, r"Einsum node .*'ij->ij'.*2 operands"),
@@ -378,6 +407,7 @@ def test_gather_elements_and_scatter_elements_match_onnxruntime(data):
     ([node("Gather", ["x", "i"])], {"i": ints(2)}, r"Gather node .*indices in \[-2, 2\)"),
     ([node("GatherElements", ["x", "i"])], {"i": np.full((1, 3), -3, "int64")},
      r"GatherElements node .*\[-2, 2\), found -3"),
+    ([node("GatherND", ["x", "i"])], {"i": ints(1, 3)}, r"GatherND node .*\[-3, 3\), found 3"),
     ([node("ScatterND", ["x", "i", "x"], reduction="max")],
      {"i": np.zeros((2, 1), "int64")}, r"ScatterND node .*reduction none, add or mul "),
     ([node("Split", ["x", "s"], ["y", "z"])], {"s": ints(1, 2)},

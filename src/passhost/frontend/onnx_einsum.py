@@ -126,10 +126,13 @@ def _diagonals(term: _Term) -> _Term:
             raise EinsumError(f"letter {c!r} repeats over axes of different lengths "
                               f"{sorted(sizes)}")
         n = sizes.pop()
-        rest = "".join(x for x in term.letters if x != c)
-        term = _transpose(term, rest + c * k)
-        lead = term.shape[:len(rest)]
-        flat = relay.reshape(term.expr, newshape=(*lead, n ** k))
+        kept = [i for i, x in enumerate(term.letters) if x != c]
+        perm = (*kept, *(i for i, x in enumerate(term.letters) if x == c))
+        rest = "".join(term.letters[i] for i in kept)
+        lead = tuple(term.shape[i] for i in kept)
+        moved = relay.transpose(term.expr, axes=perm) if perm != tuple(range(len(perm))) \
+            else term.expr
+        flat = relay.reshape(moved, newshape=(*lead, n ** k))
         stride = sum(n ** j for j in range(k))
         diag = relay.strided_slice(flat, begin=(0,), end=(n ** k,), strides=(stride,),
                                    axes=(len(rest),))

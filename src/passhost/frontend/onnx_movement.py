@@ -21,7 +21,7 @@ from passhost.frontend.onnx_context import NodeContext, Value
 from passhost.frontend.onnx_einsum import EinsumError, einsum
 from passhost.frontend.onnx_ops import axis_index
 from passhost.frontend.onnx_registry import Entry
-from passhost.ir.types import DTYPES
+from passhost.ir.types import DTYPES, INT_DTYPES
 from passhost.relay import nn
 from passhost.relay.expr import Constant, Expr, const
 
@@ -109,18 +109,27 @@ def _scalar_expr(ctx: NodeContext, index: int) -> Expr:
     return relay.reshape(ctx.input(index), newshape=()) if shape else ctx.input(index)
 
 
-def _check_indices(ctx: NodeContext, index: int, sizes: Sequence[int]) -> None:
-    """Known indices (input ``index``) lie in [-n, n) of their axis: ``sizes`` holds one
-    axis length, or one per entry of the index tuples in the last axis."""
+def _check_range(ctx: NodeContext, values: np.ndarray, n: int) -> None:
+    bad = (values < -n) | (values >= n)
+    if np.any(bad):
+        raise ctx.error(f"expected indices in [{-n}, {n}), found {int(values[bad][0])}")
+
+
+def _check_indices(ctx: NodeContext, index: int, n: int) -> None:
+    """Known indices (input ``index``) lie in [-n, n)."""
+    if ctx.is_known(index):
+        _check_range(ctx, ctx.known(index).astype(np.int64), n)
+
+
+def _check_index_tuples(ctx: NodeContext, index: int, sizes: Sequence[int]) -> None:
+    """Known index tuples (the last axis of input ``index``) address axes of lengths
+    ``sizes`` (tuples that do not fit are left to the operator's type relation)."""
     if not ctx.is_known(index):
         return
     values = ctx.known(index).astype(np.int64)
-    # One size: every value indexes that axis (tuples of one entry included).
-    columns = [values] if len(sizes) == 1 else [values[..., j] for j in range(len(sizes))]
-    for column, n in zip(columns, sizes):
-        bad = (column < -n) | (column >= n)
-        if np.any(bad):
-            raise ctx.error(f"expected indices in [{-n}, {n}), found {int(column[bad][0])}")
+    if values.ndim and 1 <= values.shape[-1] <= len(sizes):
+        for j in range(values.shape[-1]):
+            _check_range(ctx, values[..., j], sizes[j])
 
 
 # -- shapes and constants ------------------------------------------------------------------------
@@ -273,7 +282,7 @@ def _gather(ctx: NodeContext) -> Value:
     axis = axis_index(ctx, int(ctx.attr("axis", 0)), len(shape))
     if not ctx.is_known(1):
         return relay.take(ctx.input(0), ctx.input(1), axis=axis, mode="wrap")
-    _check_indices(ctx, 1, [shape[axis]])
+    _check_indices(ctx, 1, shape[axis])
     indices = ctx.known(1).astype("int64")
     indices = np.where(indices < 0, indices + shape[axis], indices)
     return relay.take(ctx.input(0), _exact(indices), axis=axis)
@@ -349,7 +358,7 @@ def _slice_of(ctx: NodeContext, starts: Sequence[int] | None, ends: Sequence[int
     if starts is None or ends is None:
         raise ctx.error("expected starts and ends, found none")
     n = len(starts)
-    axes = list(range(n)) if axes is None else _distinct_axes(ctx, axes, len(shape), "axes")
+    axes = _distinct_axes(ctx, list(range(n)) if axes is None else axes, len(shape), "axes")
     steps = [1] * n if steps is None else list(steps)
     if not len(ends) == len(axes) == len(steps) == n:
         raise ctx.error(f"expected as many ends, axes and steps as starts ({n}), found "
@@ -420,6 +429,8 @@ def _pad_of(ctx: NodeContext, pads: Sequence[int], axes: Sequence[int], value: E
         data = relay.strided_slice(data, begin=begin, end=end)
         shape = tuple(e - b for b, e in zip(begin, end))
     width = tuple((max(lo, 0), max(hi, 0)) for lo, hi in width)
+    if not any(lo or hi for lo, hi in width):
+        return data
     if mode != "constant":
         return nn.pad(data, pad_width=width, pad_mode=mode)
     if isinstance(value, Constant):
@@ -512,8 +523,9 @@ def _cumulative(onnx_name: str, op_name: str) -> Entry:
         return op(ctx.input(0), axis=axis, exclusive=bool(ctx.attr("exclusive", 0)),
                   reverse=bool(ctx.attr("reverse", 0)))
 
-    convert.__doc__ = (f"{onnx_name} becomes {op_name} along the axis, which must be known "
-                       f"while compiling; ``exclusive`` and ``reverse`` are supported.")
+    convert.__doc__ = (f"{onnx_name} becomes {op_name} along the axis (input 1), which must "
+                       f"be known while compiling; ``exclusive`` and ``reverse`` are "
+                       f"supported.")
     return convert
 
 
@@ -535,7 +547,7 @@ def _gather_elements(ctx: NodeContext) -> Value:
     the end; an out-of-range index is an error (while compiling when known, else when run)."""
     shape = ctx.shape(0)
     axis = axis_index(ctx, int(ctx.attr("axis", 0)), len(shape))
-    _check_indices(ctx, 1, [shape[axis]])
+    _check_indices(ctx, 1, shape[axis])
     return relay.gather_elements(ctx.input(0), ctx.input(1), axis=axis)
 
 
@@ -545,8 +557,7 @@ def _gather_nd(ctx: NodeContext) -> Value:
     run)."""
     shape = ctx.shape(0)
     batch = int(ctx.attr("batch_dims", 0))
-    depth = ctx.shape(1)[-1] if ctx.shape(1) else 0
-    _check_indices(ctx, 1, shape[batch:batch + depth])
+    _check_index_tuples(ctx, 1, shape[batch:])
     return relay.gather_nd(ctx.input(0), ctx.input(1), batch_dims=batch)
 
 
@@ -562,7 +573,7 @@ def _scatter_elements(allowed: Sequence[str]) -> Entry:
     def convert(ctx: NodeContext) -> Value:
         shape = ctx.shape(0)
         axis = axis_index(ctx, int(ctx.attr("axis", 0)), len(shape))
-        _check_indices(ctx, 1, [shape[axis]])
+        _check_indices(ctx, 1, shape[axis])
         return relay.scatter_elements(ctx.input(0), ctx.input(1), ctx.input(2), axis=axis,
                                       reduction=_reduction(ctx, allowed))
 
@@ -575,8 +586,7 @@ def _scatter_elements(allowed: Sequence[str]) -> Entry:
 
 def _scatter_nd(allowed: Sequence[str]) -> Entry:
     def convert(ctx: NodeContext) -> Value:
-        depth = ctx.shape(1)[-1] if ctx.shape(1) else 0
-        _check_indices(ctx, 1, ctx.shape(0)[:depth])
+        _check_index_tuples(ctx, 1, ctx.shape(0))
         return relay.scatter_nd(ctx.input(0), ctx.input(1), ctx.input(2),
                                 reduction=_reduction(ctx, allowed))
 
@@ -595,8 +605,7 @@ def _one_hot(ctx: NodeContext) -> Value:
     if depth < 1:
         raise ctx.error(f"expected a depth >= 1, found {depth}")
     indices = ctx.input(0)
-    if ctx.tensor_type(0).dtype not in ("int8", "uint8", "int16", "uint16", "int32", "uint32",
-                                        "int64", "uint64"):
+    if ctx.tensor_type(0).dtype not in INT_DTYPES:
         indices = relay.cast(indices, dtype="int64")
     if ctx.shape(2) != (2,):
         raise ctx.error(f"expected values [off, on] of shape [2], found {list(ctx.shape(2))}")
@@ -615,6 +624,8 @@ def _reverse_sequence(ctx: NodeContext) -> Value:
     if {batch, time} != {0, 1}:
         raise ctx.error(f"expected batch_axis and time_axis to be 0 and 1 in some order, found "
                         f"{batch} and {time}")
+    if len(ctx.shape(0)) < 2:
+        raise ctx.error(f"expected an input of rank >= 2, found shape {list(ctx.shape(0))}")
     if ctx.is_known(1):
         lengths = ctx.known(1)
         steps = ctx.shape(0)[time]

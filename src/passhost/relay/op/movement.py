@@ -320,9 +320,9 @@ def _nd_index(op: str, shape: tuple[int, ...], indices: np.ndarray,
 def _gather_nd(attrs_value: GatherNDAttrs, data: np.ndarray, indices: np.ndarray) -> np.ndarray:
     batch = attrs_value.batch_dims
     k = indices.shape[-1]
-    flat = data.reshape(_count(data.shape[:batch]), *data.shape[batch:])
+    flat = data.reshape((_count(data.shape[:batch]), *data.shape[batch:]))
     picked = flat[_nd_index("gather_nd", data.shape, indices, batch)]
-    return picked.reshape(*indices.shape[:-1], *data.shape[batch + k:])
+    return picked.reshape((*indices.shape[:-1], *data.shape[batch + k:]))
 
 
 gather_nd = define_op(
@@ -419,7 +419,7 @@ def _scatter_nd(attrs_value: ScatterNDAttrs, data: np.ndarray, indices: np.ndarr
                 updates: np.ndarray) -> np.ndarray:
     k = indices.shape[-1]
     index = _nd_index("scatter_nd", data.shape, indices, 0)[1:]
-    flat_updates = updates.reshape(_count(indices.shape[:-1]), *data.shape[k:])
+    flat_updates = updates.reshape((_count(indices.shape[:-1]), *data.shape[k:]))
     return _scatter_into(data, tuple(i[0] for i in index), flat_updates, attrs_value.reduction)
 
 

@@ -764,6 +764,8 @@ def _pad_rel(args: ArgTypes, attrs: PadAttrs) -> Type:
 
 
 def _pad(attrs: PadAttrs, data: np.ndarray) -> np.ndarray:
+    if not attrs.pad_width:  # a scalar: nothing to pad (np.pad rejects an empty width)
+        return data.copy()
     if attrs.pad_mode == "constant":
         value = np.asarray(attrs.pad_value).astype(data.dtype)
         return np.pad(data, attrs.pad_width, mode="constant", constant_values=value)
