@@ -599,12 +599,14 @@ def naive_pad(x, pad_width, mode, value=0.0):
                     j = min(max(j, 0), size - 1)
                 elif mode == "reflect":
                     j = -j if j < 0 else 2 * (size - 1) - j
+                elif mode == "wrap":
+                    j %= size
             src.append(j)
         out[idx] = value if outside and mode == "constant" else x[tuple(src)]
     return out
 
 
-@pytest.mark.parametrize("mode", ["constant", "edge", "reflect"])
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_pad(mode, dtype):
     x = _rand((3, 4, 2), dtype)
@@ -625,7 +627,7 @@ def test_pad_errors():
     for attrs, name in [({"pad_width": ((1, -1), (0, 0))}, "pad_width"),
                         ({"pad_width": ((1, 2, 3), (0, 0))}, "pad_width"),
                         ({"pad_width": "x"}, "pad_width"),
-                        ({"pad_mode": "wrap"}, "pad_mode")]:
+                        ({"pad_mode": "symmetric"}, "pad_mode")]:
         with pytest.raises(AttrError) as info:
             nn.pad(x, **attrs)
         assert "nn.pad" in str(info.value) and name in str(info.value)

@@ -176,134 +176,6 @@ def _constant(ctx: NodeContext) -> Value:
                     f"{sorted(a.name for a in ctx.node.attribute)}")
 
 
-def _shape(ctx: NodeContext) -> Value:
-    shape = np.asarray(ctx.shape(0), dtype="int64")
-    start, end = int(ctx.attr("start", 0)), ctx.attr("end")
-    return shape[start:None if end is None else int(end)].copy()
-
-
-def _constant_of_shape(ctx: NodeContext) -> Value:
-    value = ctx.attr("value")
-    fill = np.zeros(1, "float32") if value is None else np.asarray(value).reshape(-1)
-    return np.full(tuple(int(d) for d in ctx.known(0)), fill[0], dtype=fill.dtype)
-
-
-def _reshape(ctx: NodeContext) -> Value:
-    newshape = [int(d) for d in ctx.known(1)]
-    if ctx.attr("allowzero", 0) and 0 in newshape:
-        raise ctx.error(f"allowzero=1 with a 0 in the shape is not supported, found "
-                        f"{newshape}")
-    return relay.reshape(ctx.input(0), newshape=tuple(newshape))
-
-
-def _transpose(ctx: NodeContext) -> Value:
-    perm = ctx.attr("perm")
-    ndim = len(ctx.shape(0))
-    axes = tuple(range(ndim - 1, -1, -1)) if perm is None else tuple(int(p) for p in perm)
-    return relay.transpose(ctx.input(0), axes=axes)
-
-
-def _concat(ctx: NodeContext) -> Value:
-    inputs = [ctx.input(i) for i in range(ctx.num_inputs)]
-    return relay.concatenate(inputs, axis=int(ctx.required_attr("axis")))
-
-
-def _flatten(ctx: NodeContext) -> Value:
-    shape = ctx.shape(0)
-    axis = int(ctx.attr("axis", 1))
-    if not -len(shape) <= axis <= len(shape):
-        raise ctx.error(f"expected an axis in [{-len(shape)}, {len(shape)}], found {axis}")
-    if axis < 0:
-        axis += len(shape)
-    flat = (math.prod(shape[:axis]), math.prod(shape[axis:]))
-    return relay.reshape(ctx.input(0), newshape=flat)
-
-
-def _unsqueeze(ctx: NodeContext) -> Value:
-    shape = list(ctx.shape(0))
-    axes = ctx.known_ints(1, "axes")
-    if axes is None:
-        raise ctx.error("expected axes (input 1 or attribute), found none")
-    rank = len(shape) + len(axes)
-    for axis in sorted(axis_index(ctx, a, rank) for a in axes):
-        shape.insert(axis, 1)
-    return relay.reshape(ctx.input(0), newshape=tuple(shape))
-
-
-def _squeeze(ctx: NodeContext) -> Value:
-    axes = ctx.known_ints(1, "axes")
-    ndim = len(ctx.shape(0))
-    axis = None if axes is None else tuple(axis_index(ctx, a, ndim) for a in axes)
-    return relay.squeeze(ctx.input(0), axis=axis)
-
-
-def _gather(ctx: NodeContext) -> Value:
-    shape = ctx.shape(0)
-    axis = axis_index(ctx, int(ctx.attr("axis", 0)), len(shape))
-    if not ctx.is_known(1):
-        return relay.take(ctx.input(0), ctx.input(1), axis=axis, mode="wrap")
-    indices = ctx.known(1).astype("int64")
-    if np.any(indices < -shape[axis]) or np.any(indices >= shape[axis]):
-        raise ctx.error(f"expected indices in [{-shape[axis]}, {shape[axis]}), found "
-                        f"{indices.tolist()}")
-    indices = np.where(indices < 0, indices + shape[axis], indices)
-    return relay.take(ctx.input(0), const(indices), axis=axis)
-
-
-def _split(ctx: NodeContext) -> Sequence[Value]:
-    shape = ctx.shape(0)
-    axis = axis_index(ctx, int(ctx.attr("axis", 0)), len(shape))
-    count = len(ctx.node.output)
-    sizes = ctx.known_ints(1, "split")
-    if sizes is None:
-        chunk = math.ceil(shape[axis] / count)
-        sizes = [min(chunk, shape[axis] - i * chunk) for i in range(count)]
-    if len(sizes) != count or sum(sizes) != shape[axis]:
-        raise ctx.error(f"expected {count} sizes summing to {shape[axis]}, found {sizes}")
-    bounds = tuple(int(b) for b in np.cumsum(sizes)[:-1])
-    out = relay.split(ctx.input(0), indices_or_sections=bounds, axis=axis)
-    return [out[i] for i in range(count)]
-
-
-def _slice(ctx: NodeContext) -> Value:
-    shape = ctx.shape(0)
-    if ctx.opset >= 10:
-        starts, ends = ctx.known_ints(1), ctx.known_ints(2)
-        axes, steps = ctx.known_ints(3), ctx.known_ints(4)
-    else:
-        starts, ends, axes = ctx.attr("starts"), ctx.attr("ends"), ctx.attr("axes")
-        steps = None
-    if starts is None or ends is None:
-        raise ctx.error("expected starts and ends, found none")
-    axes = (list(range(len(starts))) if axes is None
-            else [axis_index(ctx, a, len(shape)) for a in axes])
-    steps = [1] * len(starts) if steps is None else steps
-
-    def clamp(v: int, axis: int) -> int:
-        return max(-shape[axis] - 1, min(int(v), shape[axis]))
-
-    return relay.strided_slice(
-        ctx.input(0), begin=tuple(clamp(s, a) for s, a in zip(starts, axes)),
-        end=tuple(clamp(e, a) for e, a in zip(ends, axes)), strides=tuple(steps),
-        axes=tuple(axes))
-
-
-def _pad(ctx: NodeContext) -> Value:
-    ndim = len(ctx.shape(0))
-    pads = ctx.known_ints(1) if ctx.opset >= 11 else ctx.attr("pads")
-    if pads is None or len(pads) != 2 * ndim:
-        raise ctx.error(f"expected {2 * ndim} pads, found {pads}")
-    if any(p < 0 for p in pads):
-        raise ctx.error(f"expected non-negative pads, found {pads}")
-    if ctx.opset >= 11:
-        value = float(ctx.known(2).reshape(-1)[0]) if ctx.has_input(2) else 0.0
-    else:
-        value = float(ctx.attr("value", 0.0))
-    mode = ctx.attr("mode", "constant")
-    if mode not in ("constant", "edge", "reflect"):
-        raise ctx.error(f"expected mode constant, edge or reflect, found {mode!r}")
-    width = tuple((pads[i], pads[i + ndim]) for i in range(ndim))
-    return nn.pad(ctx.input(0), pad_width=width, pad_value=value, pad_mode=mode)
 
 
 #: The converter of each supported ONNX operator type.
@@ -326,20 +198,8 @@ CONVERTERS: dict[str, Entry] = {
     "Div": _binary(relay.divide),
     "Pow": _pow,
     "Softmax": _softmax,
-    "Reshape": _reshape,
-    "Transpose": _transpose,
-    "Concat": _concat,
-    "Flatten": _flatten,
     "Identity": _identity,
     "Dropout": _identity,
     "Constant": _constant,
-    "Unsqueeze": _unsqueeze,
-    "Squeeze": _squeeze,
-    "Gather": _gather,
-    "Shape": _shape,
-    "ConstantOfShape": _constant_of_shape,
     "Cast": _cast,
-    "Split": _split,
-    "Slice": _slice,
-    "Pad": _pad,
 }

@@ -757,7 +757,7 @@ class PadAttrs(Attrs):
 
     pad_width: tuple[tuple[int, int], ...] = _pad_width_field()
     pad_value: float = float_field(0.0)
-    pad_mode: str = str_field("constant", choices=("constant", "edge", "reflect"))
+    pad_mode: str = str_field("constant", choices=("constant", "edge", "reflect", "wrap"))
 
 
 def _pad_rel(args: ArgTypes, attrs: PadAttrs) -> Type:
@@ -770,14 +770,16 @@ def _pad_rel(args: ArgTypes, attrs: PadAttrs) -> Type:
         if attrs.pad_mode == "reflect" and max(lo, hi) > size - 1:
             args.fail_attr("pad_width", f"reflect padding below {size} on axis {axis}",
                            attrs.pad_width)
-        if attrs.pad_mode == "edge" and size == 0 and max(lo, hi) > 0:
-            args.fail_attr("pad_width", f"no edge padding of empty axis {axis}",
+        if attrs.pad_mode in ("edge", "wrap") and size == 0 and max(lo, hi) > 0:
+            args.fail_attr("pad_width", f"no {attrs.pad_mode} padding of empty axis {axis}",
                            attrs.pad_width)
         shape.append(size + lo + hi)
     return TensorType(shape, data.dtype)
 
 
 def _pad(attrs: PadAttrs, data: np.ndarray) -> np.ndarray:
+    if not attrs.pad_width:  # a scalar: nothing to pad (np.pad rejects an empty width)
+        return data.copy()
     if attrs.pad_mode == "constant":
         value = np.asarray(attrs.pad_value).astype(data.dtype)
         return np.pad(data, attrs.pad_width, mode="constant", constant_values=value)
@@ -787,8 +789,9 @@ def _pad(attrs: PadAttrs, data: np.ndarray) -> np.ndarray:
 pad = define_op(
     "nn.pad", inputs=("data",), attrs=PadAttrs, type_rel=_pad_rel, compute=_pad,
     pattern=OpPattern.INJECTIVE,
-    description="Pad each axis by (before, after): with a constant, the edge value or a "
-                "reflection (edge excluded).")
+    description="Pad each axis by (before, after): with a constant, the edge value, a "
+                "reflection (edge excluded) or the values from the other end (wrap, as if the "
+                "axis repeated).")
 
 
 # -- nn.batch_flatten ------------------------------------------------------------------------
