@@ -290,9 +290,9 @@ def _row(value: Expr, index: int, shape: Sequence[int]) -> Expr:
     return relay.reshape(part, newshape=tuple(shape[1:]))
 
 
-def _slice(value: Expr, start: int, stop: int, axis: int = 0) -> Expr:
-    """``value[start:stop]`` along ``axis``."""
-    return relay.strided_slice(value, begin=(start,), end=(stop,), axes=(axis,))
+def _slice(value: Expr, start: int, stop: int) -> Expr:
+    """``value[start:stop]`` along the first axis."""
+    return relay.strided_slice(value, begin=(start,), end=(stop,), axes=(0,))
 
 
 def _concat(values: list[Expr], axis: int) -> Expr:
