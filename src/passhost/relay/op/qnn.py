@@ -34,11 +34,16 @@ from passhost.relay.op.nn import (
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, Op, OpPattern, define_op
 
 __all__ = [
+    "QUANTIZE_DTYPES", "QUANT_DTYPES", "ROUNDINGS",
     "quantize", "dequantize", "requantize", "conv2d", "dense", "add", "mul", "softmax",
     "QuantizeAttrs", "DequantizeAttrs", "RequantizeAttrs", "QnnSoftmaxAttrs",
 ]
 
 QUANT_DTYPES = ("int8", "uint8", "int16")
+#: The integer types ``qnn.quantize`` produces and ``qnn.dequantize`` reads (besides int32).
+QUANTIZE_DTYPES = (*QUANT_DTYPES, "uint16")
+#: How ``qnn.quantize`` rounds halves: away from zero (TFLite) or to even (ONNX).
+ROUNDINGS = ("away", "even")
 SCALE_DTYPES = ("float32", "float64")
 ACC_DTYPES = ("int32", "int64")
 
@@ -108,7 +113,8 @@ def _scalar(value: np.ndarray) -> np.ndarray:
 
 
 def _saturate(x: np.ndarray, dtype: str) -> np.ndarray:
-    lo, hi = fp.dtype_range(dtype)
+    info = np.iinfo(dtype)
+    lo, hi = int(info.min), int(info.max)
     return np.asarray(np.clip(x, lo, hi)).astype(dtype)
 
 
@@ -118,7 +124,8 @@ class QuantizeAttrs(Attrs):
     """Attributes of ``qnn.quantize``."""
 
     axis: int = int_field(-1)
-    out_dtype: str = str_field("int8", choices=(*QUANT_DTYPES, "int32"))
+    out_dtype: str = str_field("int8", choices=(*QUANTIZE_DTYPES, "int32"))
+    rounding: str = str_field("away", choices=ROUNDINGS)
 
 
 def _quantize_rel(args: ArgTypes, attrs: QuantizeAttrs) -> Type:
@@ -133,9 +140,11 @@ def _quantize(attrs: QuantizeAttrs, data: np.ndarray, scale: np.ndarray,
               zero_point: np.ndarray) -> np.ndarray:
     _scale_value("qnn.quantize", "output_scale", scale)
     axis = attrs.axis % data.ndim if data.ndim else 0
-    s = _along(scale, axis, data.ndim).astype(np.float32)
+    real = np.float64 if data.dtype == np.float64 else np.float32
+    s = _along(scale, axis, data.ndim).astype(real)
+    round_half = fp.round_half_away if attrs.rounding == "away" else np.rint
     with np.errstate(invalid="ignore", over="ignore"):
-        q = fp.round_half_away(data.astype(np.float32) / s)
+        q = round_half(data.astype(real) / s)
     # C's float -> int32 conversion is undefined out of range; saturate (NaN quantises to 0).
     q = np.clip(np.nan_to_num(q.astype(np.float64), nan=0.0), fp.INT32_MIN, fp.INT32_MAX)
     out = q.astype(np.int64) + _along(zero_point, axis, data.ndim).astype(np.int64)
@@ -147,7 +156,9 @@ quantize = define_op(
     type_rel=_quantize_rel, compute=_quantize, pattern=OpPattern.ELEMWISE,
     layout=LayoutInfo(axis_attrs=("axis",)),
     description="Float to integer (TFLite AffineQuantize): "
-                "clamp(round(float32(x) / float32(scale)) + zero_point).")
+                "clamp(round(float32(x) / float32(scale)) + zero_point), halves rounded "
+                "`away` from zero (TFLite) or to `even` (ONNX); float64 data divides in "
+                "float64.")
 
 
 # -- qnn.dequantize ----------------------------------------------------------------------------
@@ -159,7 +170,7 @@ class DequantizeAttrs(Attrs):
 
 
 def _dequantize_rel(args: ArgTypes, attrs: DequantizeAttrs) -> Type:
-    data = args.tensor(0, dtypes=(*QUANT_DTYPES, "int32"))
+    data = args.tensor(0, dtypes=(*QUANTIZE_DTYPES, "int32"))
     channels, where = _channel_axis(args, attrs.axis, data)
     _scale(args, 1, channels, where)
     _zero_point(args, 2, channels, where)
