@@ -60,26 +60,8 @@ def _resize(ctx: NodeContext) -> Value:
     coordinate_mode = _choice(ctx, "coordinate_transformation_mode", "half_pixel",
                               COORDINATE_MODES)
     nearest_mode = _choice(ctx, "nearest_mode", "round_prefer_floor", NEAREST_MODES)
-    policy = _choice(ctx, "keep_aspect_ratio_policy", "stretch", _POLICIES)
     axes = _axes(ctx, rank)
-    in_shape = [shape[a] for a in axes]
-    given_scales, given_sizes = _floats(ctx, 2), _floats(ctx, 3)
-    if (given_scales is None) == (given_sizes is None):
-        raise ctx.error("expected exactly one of scales (input 2) and sizes (input 3), found "
-                        + ("both" if given_scales else "neither"))
-    if given_sizes is not None:
-        sizes = [int(s) for s in given_sizes]
-        if len(sizes) != len(axes) or min(sizes) < 0:
-            raise ctx.error(f"expected {len(axes)} sizes >= 0, found {sizes}")
-        scales = [m / n if n else 1.0 for n, m in zip(in_shape, sizes)]
-        if policy != "stretch":
-            common = min(scales) if policy == "not_larger" else max(scales)
-            scales = [common] * len(axes)
-            sizes = [int(common * n + 0.5) for n in in_shape]
-    else:
-        scales = given_scales or []
-        _check_scales(ctx, scales, len(axes))
-        sizes = _floor_sizes(in_shape, scales)
+    sizes, scales = _sizes_and_scales(ctx, [shape[a] for a in axes])
     roi = _roi(ctx, axes, rank) if coordinate_mode == "tf_crop_and_resize" else ()
     full_sizes, full_scales = list(shape), [1.0] * rank
     for a, m, s in zip(axes, sizes, scales):
@@ -91,6 +73,27 @@ def _resize(ctx: NodeContext) -> Value:
         exclude_outside=bool(ctx.attr("exclude_outside", 0)),
         extrapolation_value=float(ctx.attr("extrapolation_value", 0.0)),
         antialias=bool(ctx.attr("antialias", 0)))
+
+
+def _sizes_and_scales(ctx: NodeContext, in_shape: Sequence[int],
+                      ) -> tuple[list[int], list[float]]:
+    """The output lengths and the coordinate scales of the resized axes (of lengths
+    ``in_shape``), from scales (input 2) or sizes (input 3) and keep_aspect_ratio_policy."""
+    policy = _choice(ctx, "keep_aspect_ratio_policy", "stretch", _POLICIES)
+    scales, sizes = _floats(ctx, 2), ctx.known_ints(3) or None
+    if (scales is None) == (sizes is None):
+        raise ctx.error("expected exactly one of scales (input 2) and sizes (input 3), found "
+                        + ("both" if scales else "neither"))
+    if scales is not None:
+        _check_scales(ctx, scales, len(in_shape))
+        return _floor_sizes(in_shape, scales), scales
+    if len(sizes) != len(in_shape) or min(sizes) < 0:
+        raise ctx.error(f"expected {len(in_shape)} sizes >= 0, found {sizes}")
+    scales = [m / n if n else 1.0 for n, m in zip(in_shape, sizes)]
+    if policy == "stretch":
+        return sizes, scales
+    common = min(scales) if policy == "not_larger" else max(scales)
+    return [int(common * n + 0.5) for n in in_shape], [common] * len(in_shape)
 
 
 def _axes(ctx: NodeContext, rank: int) -> list[int]:

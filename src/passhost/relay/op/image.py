@@ -40,7 +40,7 @@ from passhost.ir.attrs import (
 from passhost.ir.types import FLOAT_DTYPES, INT_DTYPES, TensorType, Type
 from passhost.relay.op.registry import ArgTypes, OpPattern, define_op
 
-__all__ = ["COORDINATE_MODES", "NEAREST_MODES", "ResizeAttrs", "resize"]
+__all__ = ["ResizeAttrs", "resize"]
 
 #: The coordinate transformation modes of ``resize``.
 COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
@@ -146,7 +146,7 @@ def _coordinates(attrs_value: ResizeAttrs, n: int, m: int, scale: float, start: 
     if mode == "half_pixel_symmetric":
         return n / 2 * (1 - m / out) + (x + 0.5) / scale - 0.5, None
     if mode == "pytorch_half_pixel":
-        return (np.full(m, -0.5) if out == 1 else (x + 0.5) / scale - 0.5), None
+        return (np.zeros(m) if out == 1 else (x + 0.5) / scale - 0.5), None
     if mode == "align_corners":
         return (np.zeros(m) if out == 1 else x * (n - 1) / (out - 1)), None
     if mode == "asymmetric":
