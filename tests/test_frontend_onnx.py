@@ -479,8 +479,8 @@ def test_an_ill_typed_node_is_named():
 
 
 @pytest.mark.parametrize("nodes, init, message", [
-    ([node("LayerNormalization", ["x", "g"], axis=1)], {"g": rand(3, 4)},
-     r"LayerNormalization node .*last axis only"),
+    ([node("LayerNormalization", ["x", "g"], axis=3)], {"g": rand(3, 4)},
+     r"LayerNormalization node .*axis in \[-3, 3\)"),
     ([node("Conv", ["x", "w"])], {"w": rand(2, 3, 3, 3)}, r"Conv node .*3-D weight"),
     ([node("Pad", ["x", "p"], mode="wrap")], {"p": np.zeros(6, "int64")},
      r"Pad node .*mode constant, edge or reflect"),

@@ -238,7 +238,7 @@ def test_conv_integer(attrs, dtype, w_zero_point):
      r"A of type int8, uint8, found float32"),
     ("ConvInteger", ["x", "w"], {"x": np.zeros((1, 2, 9), "uint8"),
                                  "w": np.zeros((3, 2, 3), "uint8")}, {},
-     r"expected 4-D data \(N, C, *spatial\), found shape \(1, 2, 9\)"),
+     r"expected 4-D data \(N, C, \*spatial\), found shape \(1, 2, 9\)"),
     ("ConvInteger", ["x", "w", "xz", "wz"], {"x": np.zeros((1, 2, 5, 5), "uint8"),
                                              "w": np.zeros((3, 2, 3, 3), "uint8"),
                                              "xz": np.zeros((), "uint8"),

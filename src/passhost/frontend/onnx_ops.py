@@ -87,22 +87,6 @@ def _batch_norm(ctx: NodeContext) -> Value:
     return out[0]
 
 
-def _layer_norm(ctx: NodeContext) -> Value:
-    _only_first_output(ctx)
-    ndim = len(ctx.shape(0))
-    axis = axis_index(ctx, int(ctx.attr("axis", -1)), ndim)
-    if axis != ndim - 1:
-        raise ctx.error(f"expected normalisation over the last axis only (axis={ndim - 1} or "
-                        f"-1), found axis={axis}")
-    scale = ctx.input(1)
-    if ctx.has_input(2):
-        bias, center = ctx.input(2), True
-    else:
-        bias, center = const(np.zeros(ctx.shape(0)[-1], _dtype(ctx))), False
-    return nn.layer_norm(ctx.input(0), scale, bias, axis=-1,
-                         epsilon=float(ctx.attr("epsilon", 1e-5)), center=center)
-
-
 def along_softmax_axis(ctx: NodeContext, op: Callable[..., Expr]) -> Value:
     """``op(data, axis=...)`` with the axis semantics of Softmax, LogSoftmax and Hardmax: from
     opset 13 along attribute ``axis`` (default -1); before, on the input coerced to 2-D at
@@ -183,7 +167,6 @@ CONVERTERS: dict[str, Entry] = {
     "Gemm": _gemm,
     "MatMul": _matmul,
     "BatchNormalization": _batch_norm,
-    "LayerNormalization": _layer_norm,
     "Relu": _unary(nn.relu),
     "LeakyRelu": _leaky_relu,
     "Clip": _clip,

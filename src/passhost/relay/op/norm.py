@@ -1,6 +1,302 @@
 """Normalisations of the ``nn`` namespace beyond batch and layer norm: instance, group, RMS,
-Lp normalisation."""
+Lp normalisation, local response normalisation, and the negative log-likelihood loss.
+
+Every kernel computes in float32 at least (float16 data is widened, float64 stays) and
+returns the data's dtype. Statistics are taken per instance: the mean and the biased
+variance ``mean((x - mean)**2)`` over the normalised axes.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from passhost.errors import AttrError
+from passhost.ir.attrs import (
+    Attrs,
+    attrs_class,
+    bool_field,
+    float_field,
+    int_field,
+    str_field,
+)
+from passhost.ir.types import FLOAT_DTYPES, TensorType, Type
+from passhost.relay.op.common import normalize_axis
+from passhost.relay.op.nn import _acc_float, _along, _channel_vector
+from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
+
+__all__ = [
+    "instance_norm", "group_norm", "rms_norm", "lp_normalize", "lrn", "nll_loss",
+    "InstanceNormAttrs", "GroupNormAttrs", "RMSNormAttrs", "LpNormalizeAttrs", "LRNAttrs",
+    "NLLLossAttrs",
+]
+
+
+def _standardise(x: np.ndarray, axes: tuple[int, ...], epsilon: float) -> np.ndarray:
+    """``(x - mean) / sqrt(var + epsilon)`` with statistics over ``axes`` (kept)."""
+    centred = x - x.mean(axis=axes, keepdims=True)
+    var = np.mean(centred * centred, axis=axes, keepdims=True)
+    return centred / np.sqrt(var + epsilon)
+
+
+def _scale_shift(out: np.ndarray, attrs_value: Any, gamma: np.ndarray, beta: np.ndarray,
+                 axis: int) -> np.ndarray:
+    """Multiply by ``gamma`` and add ``beta`` along ``axis`` (as ``scale``/``center`` say)."""
+    if attrs_value.scale:
+        out = out * _along(gamma.astype(out.dtype), axis, out.ndim)
+    if attrs_value.center:
+        out = out + _along(beta.astype(out.dtype), axis, out.ndim)
+    return out
+
+
+# -- nn.instance_norm ------------------------------------------------------------------------
+@attrs_class
+class InstanceNormAttrs(Attrs):
+    """Attributes of ``nn.instance_norm``: the channel axis and the usual normalisation
+    options."""
+
+    axis: int = int_field(1)
+    epsilon: float = float_field(1e-5)
+    center: bool = bool_field(True)
+    scale: bool = bool_field(True)
+
+
+def _channel_axis(args: ArgTypes, axis: int) -> tuple[TensorType, int]:
+    """The data (float, rank >= 3: batch, channels, spatial axes) and its channel axis."""
+    data = args.tensor(0, dtypes=FLOAT_DTYPES)
+    if data.ndim < 3:
+        args.fail(0, "a tensor of rank >= 3 (batch, channels and spatial axes)", data)
+    ch = normalize_axis(args, "axis", axis, data.ndim)
+    if ch == 0:
+        args.fail_attr("axis", "a channel axis other than the batch axis 0", axis)
+    return data, ch
+
+
+def _instance_norm_rel(args: ArgTypes, attrs_value: InstanceNormAttrs) -> Type:
+    data, axis = _channel_axis(args, attrs_value.axis)
+    for i in (1, 2):
+        _channel_vector(args, i, data.shape[axis], data.dtype, axis)
+    return data
+
+
+def _instance_norm(attrs_value: InstanceNormAttrs, data: np.ndarray, gamma: np.ndarray,
+                   beta: np.ndarray) -> np.ndarray:
+    axis = attrs_value.axis % data.ndim
+    spatial = tuple(i for i in range(1, data.ndim) if i != axis)
+    out = _standardise(data.astype(_acc_float(data.dtype)), spatial, attrs_value.epsilon)
+    return _scale_shift(out, attrs_value, gamma, beta, axis).astype(data.dtype, copy=False)
+
+
+instance_norm = define_op(
+    "nn.instance_norm", inputs=("data", "gamma", "beta"), attrs=InstanceNormAttrs,
+    type_rel=_instance_norm_rel, compute=_instance_norm, pattern=OpPattern.OPAQUE,
+    layout=LayoutInfo(axis_attrs=("axis",)),
+    description="Instance normalisation: statistics per instance and channel over the "
+                "spatial axes, then gamma and beta per channel.")
+
+
+# -- nn.group_norm ---------------------------------------------------------------------------
+@attrs_class
+class GroupNormAttrs(Attrs):
+    """Attributes of ``nn.group_norm``: how many groups the channels of ``axis`` split into
+    and the usual normalisation options."""
+
+    num_groups: int = int_field(1, minimum=1)
+    axis: int = int_field(1)
+    epsilon: float = float_field(1e-5)
+    center: bool = bool_field(True)
+    scale: bool = bool_field(True)
+
+
+def _group_norm_rel(args: ArgTypes, attrs_value: GroupNormAttrs) -> Type:
+    data, axis = _channel_axis(args, attrs_value.axis)
+    channels = data.shape[axis]
+    if channels % attrs_value.num_groups:
+        args.fail_attr("num_groups", f"a divisor of the {channels} channels of {data}",
+                       attrs_value.num_groups)
+    for i in (1, 2):
+        _channel_vector(args, i, channels, data.dtype, axis)
+    return data
+
+
+def _group_norm(attrs_value: GroupNormAttrs, data: np.ndarray, gamma: np.ndarray,
+                beta: np.ndarray) -> np.ndarray:
+    axis, g = attrs_value.axis % data.ndim, attrs_value.num_groups
+    shape = data.shape
+    grouped = data.astype(_acc_float(data.dtype)).reshape(
+        *shape[:axis], g, shape[axis] // g, *shape[axis + 1:])
+    stats = tuple(i for i in range(1, grouped.ndim) if i != axis)
+    out = _standardise(grouped, stats, attrs_value.epsilon).reshape(shape)
+    return _scale_shift(out, attrs_value, gamma, beta, axis).astype(data.dtype, copy=False)
+
+
+group_norm = define_op(
+    "nn.group_norm", inputs=("data", "gamma", "beta"), attrs=GroupNormAttrs,
+    type_rel=_group_norm_rel, compute=_group_norm, pattern=OpPattern.OPAQUE,
+    layout=LayoutInfo(axis_attrs=("axis",)),
+    description="Group normalisation: the channels of `axis` split into num_groups "
+                "consecutive groups; statistics per instance and group over the group's "
+                "channels and the spatial axes, then gamma and beta per channel.")
+
+
+# -- nn.rms_norm -----------------------------------------------------------------------------
+@attrs_class
+class RMSNormAttrs(Attrs):
+    """Attributes of ``nn.rms_norm``."""
+
+    axis: int = int_field(-1)
+    epsilon: float = float_field(1e-5)
+
+
+def _rms_norm_rel(args: ArgTypes, attrs_value: RMSNormAttrs) -> Type:
+    data = args.tensor(0, dtypes=FLOAT_DTYPES)
+    if data.ndim < 1:
+        args.fail(0, "a tensor of rank >= 1", data)
+    axis = normalize_axis(args, "axis", attrs_value.axis, data.ndim)
+    _channel_vector(args, 1, data.shape[axis], data.dtype, axis)
+    return data
+
+
+def _rms_norm(attrs_value: RMSNormAttrs, data: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+    axis = attrs_value.axis % data.ndim
+    x = data.astype(_acc_float(data.dtype))
+    mean_square = np.mean(x * x, axis=axis, keepdims=True)
+    out = x / np.sqrt(mean_square + attrs_value.epsilon)
+    out = out * _along(gamma.astype(out.dtype), axis, data.ndim)
+    return out.astype(data.dtype, copy=False)
+
+
+rms_norm = define_op(
+    "nn.rms_norm", inputs=("data", "gamma"), attrs=RMSNormAttrs, type_rel=_rms_norm_rel,
+    compute=_rms_norm, pattern=OpPattern.OPAQUE, layout=LayoutInfo(axis_attrs=("axis",)),
+    description="Root-mean-square normalisation over `axis`: x / sqrt(mean(x**2) + epsilon), "
+                "then scaled by gamma.")
+
+
+# -- nn.lp_normalize -------------------------------------------------------------------------
+@attrs_class
+class LpNormalizeAttrs(Attrs):
+    """Attributes of ``nn.lp_normalize``: the axis and the norm's order (1 or 2)."""
+
+    axis: int = int_field(-1)
+    p: int = int_field(2)
+
+    @p.validator
+    def _check_p(self, attribute: Any, value: int) -> None:
+        if value not in (1, 2):
+            raise AttrError(f"attribute '{attribute.name}': expected 1 or 2, found {value!r}")
+
+
+def _axis_rel(args: ArgTypes, attrs_value: Any) -> Type:
+    data = args.tensor(0, dtypes=FLOAT_DTYPES)
+    if data.ndim < 1:
+        args.fail(0, "a tensor of rank >= 1", data)
+    normalize_axis(args, "axis", attrs_value.axis, data.ndim)
+    return data
+
+
+def _lp_normalize(attrs_value: LpNormalizeAttrs, data: np.ndarray) -> np.ndarray:
+    x = data.astype(_acc_float(data.dtype))
+    axis = attrs_value.axis % data.ndim
+    if attrs_value.p == 1:
+        norm = np.sum(np.abs(x), axis=axis, keepdims=True)
+    else:
+        norm = np.sqrt(np.sum(x * x, axis=axis, keepdims=True))
+    with np.errstate(all="ignore"):
+        out = np.where(norm == 0, np.zeros((), x.dtype), x / norm)
+    return out.astype(data.dtype, copy=False)
+
+
+lp_normalize = define_op(
+    "nn.lp_normalize", inputs=("data",), attrs=LpNormalizeAttrs, type_rel=_axis_rel,
+    compute=_lp_normalize, pattern=OpPattern.OPAQUE, layout=LayoutInfo(axis_attrs=("axis",)),
+    description="Divide by the L1 or L2 norm along `axis` (0 where the norm is 0).")
+
+
+# -- nn.lrn ----------------------------------------------------------------------------------
+@attrs_class
+class LRNAttrs(Attrs):
+    """Attributes of ``nn.lrn``: the window ``size`` across channels of ``axis`` and the
+    coefficients of ``x / (bias + alpha / size * sum(x**2 in window)) ** beta``."""
+
+    size: int = int_field(5, minimum=1)
+    axis: int = int_field(1)
+    bias: float = float_field(1.0)
+    alpha: float = float_field(1e-4)
+    beta: float = float_field(0.75)
+
+
+def _lrn(attrs_value: LRNAttrs, data: np.ndarray) -> np.ndarray:
+    x = data.astype(_acc_float(data.dtype))
+    axis, size = attrs_value.axis % data.ndim, attrs_value.size
+    # Channel c sums the squares of channels [c - (size - 1) // 2, c + size // 2].
+    pad = [(0, 0)] * data.ndim
+    pad[axis] = ((size - 1) // 2, size // 2)
+    squares = np.pad(x * x, pad)
+    window_sums = sliding_window_view(squares, size, axis=axis).sum(axis=-1)
+    denom = (attrs_value.bias + attrs_value.alpha / size * window_sums) ** attrs_value.beta
+    with np.errstate(all="ignore"):
+        return (x / denom).astype(data.dtype, copy=False)
+
+
+lrn = define_op(
+    "nn.lrn", inputs=("data",), attrs=LRNAttrs, type_rel=_axis_rel, compute=_lrn,
+    pattern=OpPattern.OPAQUE, layout=LayoutInfo(axis_attrs=("axis",)),
+    description="Local response normalisation across the channels of `axis`: "
+                "x / (bias + alpha / size * (sum of x**2 over a window of size channels)) "
+                "** beta.")
+
+
+# -- nn.nll_loss -----------------------------------------------------------------------------
+@attrs_class
+class NLLLossAttrs(Attrs):
+    """Attributes of ``nn.nll_loss``: the reduction and the target value to ignore."""
+
+    reduction: str = str_field("mean", choices=("none", "sum", "mean"))
+    ignore_index: int | None = int_field(None, optional=True)
+
+
+def _nll_loss_rel(args: ArgTypes, attrs_value: NLLLossAttrs) -> Type:
+    pred = args.tensor(0, dtypes=FLOAT_DTYPES)
+    if pred.ndim < 2:
+        args.fail(0, "a tensor of rank >= 2 (batch, classes, ...)", pred)
+    targets = args.tensor(1, dtypes=("int32", "int64"))
+    want = (pred.shape[0], *pred.shape[2:])
+    if targets.shape != want:
+        args.fail(1, f"a tensor of shape {want} (predictions without the class axis)", targets)
+    _channel_vector(args, 2, pred.shape[1], pred.dtype, 1)
+    if attrs_value.reduction == "none":
+        return TensorType(want, pred.dtype)
+    return TensorType((), pred.dtype)
+
+
+def _nll_loss(attrs_value: NLLLossAttrs, pred: np.ndarray, targets: np.ndarray,
+              weights: np.ndarray) -> np.ndarray:
+    acc = _acc_float(pred.dtype)
+    classes = pred.shape[1]
+    # Targets outside [0, classes) (ignore_index among them) count with weight 0.
+    valid = (targets >= 0) & (targets < classes)
+    if attrs_value.ignore_index is not None:
+        valid &= targets != attrs_value.ignore_index
+    picked_class = np.where(valid, targets, 0).astype(np.int64)
+    picked = np.take_along_axis(pred, np.expand_dims(picked_class, 1), axis=1)[:, 0]
+    weight = np.where(valid, weights.astype(acc)[picked_class], np.zeros((), acc))
+    loss = -picked.astype(acc) * weight
+    if attrs_value.reduction == "none":
+        return loss.astype(pred.dtype, copy=False)
+    total = loss.sum(dtype=acc)
+    if attrs_value.reduction == "mean":
+        with np.errstate(all="ignore"):
+            total = total / weight.sum(dtype=acc)
+    return np.asarray(total, dtype=pred.dtype)
+
+
+nll_loss = define_op(
+    "nn.nll_loss", inputs=("predictions", "targets", "weights"), attrs=NLLLossAttrs,
+    type_rel=_nll_loss_rel, compute=_nll_loss, pattern=OpPattern.OPAQUE,
+    description="Negative log-likelihood loss: -predictions[n, targets[n, ...], ...] times "
+                "the target's class weight; summed, or divided by the summed weights "
+                "(mean), or kept per element (none). Targets equal to ignore_index or "
+                "outside the classes weigh 0.")
