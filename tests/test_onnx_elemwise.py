@@ -103,13 +103,27 @@ def test_binary_logic(op_type, shapes):
           {"a": values(shapes[0], "bool"), "b": values(shapes[1], "bool")})
 
 
+@pytest.mark.parametrize("bounds", ["lo", "hi", "lo hi"])
+@pytest.mark.parametrize("known", [True, False])
+def test_clip_to_known_or_computed_bounds(bounds, known):
+    x = values((3, 4, 5), "float32")
+    given = {"lo": np.array(-0.5, "float32"), "hi": np.array(0.7, "float32")}
+    names = ["x", *(b if b in bounds.split() else "" for b in ("lo", "hi"))]
+    chosen = {b: given[b] for b in bounds.split()}
+    if known:
+        check([node("Clip", names)], {"x": x}, initializers=chosen)
+    else:
+        check([node("Clip", names)], {"x": x, **chosen})
+
+
 def test_not():
     check([node("Not", ["x"])], {"x": values((3, 4, 5), "bool")})
 
 
 @pytest.mark.parametrize("op_type, function", [
     ("And", np.logical_and), ("Or", np.logical_or), ("Xor", np.logical_xor),
-    ("Equal", np.equal), ("Greater", np.greater), ("Less", np.less)])
+    ("Equal", np.equal), ("Greater", np.greater), ("Less", np.less),
+    ("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply), ("Pow", np.power)])
 @pytest.mark.parametrize("b_shape, attrs, aligned", [
     ((2, 3, 4, 5), {}, (2, 3, 4, 5)),
     ((5,), {"broadcast": 1}, (5,)),
@@ -120,8 +134,10 @@ def test_not():
 ])
 def test_opset_6_broadcast_and_axis_attributes(op_type, function, b_shape, attrs, aligned):
     # onnxruntime runs no opset-6 models: the expected value is NumPy's on the aligned input.
-    dtype = "bool" if op_type in ("And", "Or", "Xor") else "int32"
+    dtype = {"And": "bool", "Or": "bool", "Xor": "bool", "Pow": "float32"}.get(op_type, "int32")
     a, b = values((2, 3, 4, 5), dtype), values(b_shape, dtype)
+    if op_type == "Pow":
+        a = np.abs(a) + np.float32(0.5)
     check_passhost([node(op_type, ["a", "b"], **attrs)], {"a": a, "b": b},
                    function(a, b.reshape(aligned)), opset=6)
 

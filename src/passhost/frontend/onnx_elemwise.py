@@ -76,11 +76,64 @@ def _binary(op: Callable[[Expr, Expr], Expr], legacy: bool = False) -> Entry:
 
 
 def _unary(op: Callable[[Expr], Expr]) -> Converter:
+    """The converter of a unary elementwise operator."""
     def convert(ctx: NodeContext) -> Value:
         return op(ctx.input(0))
 
     convert.__doc__ = f"Becomes ``{op}``."
     return convert
+
+
+def _pow(ctx: NodeContext) -> Value:
+    """Becomes ``power``, the exponent first cast to the base's dtype."""
+    base, exponent = ctx.input(0), ctx.input(1)
+    dtype = str(ctx.tensor_type(0).dtype)
+    if str(ctx.tensor_type(1).dtype) != dtype:
+        exponent = relay.cast(exponent, dtype=dtype)
+    return relay.power(base, exponent)
+
+
+def _pow_legacy(ctx: NodeContext) -> Value:
+    """Becomes ``power``; before opset 7, inputs broadcast only with attribute
+    ``broadcast=1``, the exponent aligned at ``axis``."""
+    return relay.power(*legacy_broadcast(ctx))
+
+
+def _leaky_relu(ctx: NodeContext) -> Value:
+    """Becomes ``nn.leaky_relu`` (attribute ``alpha``, default 0.01)."""
+    return nn.leaky_relu(ctx.input(0), alpha=_float_attr(ctx, "alpha", 0.01))
+
+
+def _clip_bound(ctx: NodeContext, index: int) -> float | Expr | None:
+    """Clip's bound at input ``index``: a number when known while compiling, an expression
+    when computed, None when absent."""
+    if not ctx.has_input(index):
+        return None
+    if not ctx.is_known(index):
+        return ctx.input(index)
+    value = ctx.known(index)
+    if value.size != 1:
+        raise ctx.error(f"expected a scalar bound (input {index}), found shape "
+                        f"{list(value.shape)}")
+    return float(value.reshape(()))
+
+
+def _clip(ctx: NodeContext) -> Value:
+    """Becomes ``clip`` to bounds known while compiling (before opset 11 the attributes
+    ``min`` and ``max``), or ``maximum``/``minimum`` with computed bounds."""
+    if ctx.opset >= 11:
+        lo, hi = _clip_bound(ctx, 1), _clip_bound(ctx, 2)
+    else:
+        lo, hi = float(ctx.attr("min", -math.inf)), float(ctx.attr("max", math.inf))
+    if not isinstance(lo, Expr) and not isinstance(hi, Expr):
+        return relay.clip(ctx.input(0), a_min=-math.inf if lo is None else lo,
+                          a_max=math.inf if hi is None else hi)
+    out = ctx.input(0)
+    if lo is not None:
+        out = relay.maximum(out, lo if isinstance(lo, Expr) else _scalar(ctx, lo))
+    if hi is not None:
+        out = relay.minimum(out, hi if isinstance(hi, Expr) else _scalar(ctx, hi))
+    return out
 
 
 # -- logic and comparisons -----------------------------------------------------------------------
@@ -273,6 +326,19 @@ def _hardmax(ctx: NodeContext) -> Value:
 
 #: The converter of each ONNX operator type this module handles.
 CONVERTERS: dict[str, Entry] = {
+    "Add": _binary(relay.add, legacy=True),
+    "Sub": _binary(relay.subtract, legacy=True),
+    "Mul": _binary(relay.multiply, legacy=True),
+    "Div": _binary(relay.divide, legacy=True),
+    "Pow": {1: _pow_legacy, 7: _pow},
+    "Relu": _unary(nn.relu),
+    "LeakyRelu": _leaky_relu,
+    "Clip": _clip,
+    "Sigmoid": _unary(relay.sigmoid),
+    "Tanh": _unary(relay.tanh),
+    "Sqrt": _unary(relay.sqrt),
+    "Erf": _unary(relay.erf),
+    "Exp": _unary(relay.exp),
     "Equal": _binary(relay.equal, legacy=True),
     "Less": _binary(relay.less, legacy=True),
     "Greater": _binary(relay.greater, legacy=True),

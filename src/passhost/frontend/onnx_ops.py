@@ -1,4 +1,5 @@
-"""Converters from ONNX operators (default domain) to passhost graph operators.
+"""Converters of the ONNX dense algebra (Gemm, MatMul), BatchNormalization and Softmax,
+and the helpers other converter modules share (axes, any-rank matmul, softmax axes).
 
 Each converter takes a :class:`NodeContext` and returns one value per node output (or a
 single value): a graph expression, or a NumPy array when the result is known while
@@ -15,7 +16,7 @@ from onnx import helper
 
 from passhost import relay
 from passhost.frontend.onnx_context import NodeContext, Value
-from passhost.frontend.onnx_registry import Converter, Entry
+from passhost.frontend.onnx_registry import Entry
 from passhost.relay import nn
 from passhost.relay.expr import Expr, const
 
@@ -42,6 +43,8 @@ def _only_first_output(ctx: NodeContext) -> None:
 
 # -- dense algebra -------------------------------------------------------------------------------
 def _gemm(ctx: NodeContext) -> Value:
+    """Becomes ``nn.dense`` (B transposed unless ``transB``, A when ``transA``), scaled by
+    ``alpha``, plus ``beta * C`` broadcast when C is given."""
     a, b = ctx.input(0), ctx.input(1)
     if ctx.attr("transA", 0):
         a = relay.transpose(a, axes=(1, 0))
@@ -74,11 +77,15 @@ def matmul_any_rank(a: Expr, b: Expr, sa: Sequence[int], sb: Sequence[int]) -> E
 
 
 def _matmul(ctx: NodeContext) -> Value:
+    """Becomes ``matmul`` (NumPy semantics: broadcast batch axes; a 1-D side is reshaped to
+    a matrix and back)."""
     return matmul_any_rank(ctx.input(0), ctx.input(1), ctx.shape(0), ctx.shape(1))
 
 
 # -- normalisation -------------------------------------------------------------------------------
 def _batch_norm(ctx: NodeContext) -> Value:
+    """Becomes ``nn.batch_norm`` over axis 1 with the given statistics (inference only:
+    ``training_mode=1`` and the running-statistics outputs are errors)."""
     _only_first_output(ctx)
     if ctx.attr("training_mode", 0):
         raise ctx.error("expected training_mode=0 (inference), found 1")
@@ -102,40 +109,8 @@ def along_softmax_axis(ctx: NodeContext, op: Callable[..., Expr]) -> Value:
 
 
 def _softmax(ctx: NodeContext) -> Value:
+    """Becomes ``nn.softmax``; before opset 13 the input is coerced to 2-D at ``axis``."""
     return along_softmax_axis(ctx, nn.softmax)
-
-
-# -- elementwise ---------------------------------------------------------------------------------
-def _unary(op: Callable[[Expr], Expr]) -> Converter:
-    def convert(ctx: NodeContext) -> Value:
-        return op(ctx.input(0))
-    return convert
-
-
-def _binary(op: Callable[[Expr, Expr], Expr]) -> Converter:
-    def convert(ctx: NodeContext) -> Value:
-        return op(ctx.input(0), ctx.input(1))
-    return convert
-
-
-def _pow(ctx: NodeContext) -> Value:
-    base, exponent = ctx.input(0), ctx.input(1)
-    if _dtype(ctx, 1) != _dtype(ctx, 0):
-        exponent = relay.cast(exponent, dtype=_dtype(ctx, 0))
-    return relay.power(base, exponent)
-
-
-def _leaky_relu(ctx: NodeContext) -> Value:
-    return nn.leaky_relu(ctx.input(0), alpha=float(ctx.attr("alpha", 0.01)))
-
-
-def _clip(ctx: NodeContext) -> Value:
-    if ctx.opset >= 11:
-        lo = float(ctx.known(1)) if ctx.has_input(1) else -math.inf
-        hi = float(ctx.known(2)) if ctx.has_input(2) else math.inf
-    else:
-        lo, hi = float(ctx.attr("min", -math.inf)), float(ctx.attr("max", math.inf))
-    return relay.clip(ctx.input(0), a_min=lo, a_max=hi)
 
 
 def _identity(ctx: NodeContext) -> Value:
@@ -167,19 +142,6 @@ CONVERTERS: dict[str, Entry] = {
     "Gemm": _gemm,
     "MatMul": _matmul,
     "BatchNormalization": _batch_norm,
-    "Relu": _unary(nn.relu),
-    "LeakyRelu": _leaky_relu,
-    "Clip": _clip,
-    "Sigmoid": _unary(relay.sigmoid),
-    "Tanh": _unary(relay.tanh),
-    "Sqrt": _unary(relay.sqrt),
-    "Erf": _unary(relay.erf),
-    "Exp": _unary(relay.exp),
-    "Add": _binary(relay.add),
-    "Sub": _binary(relay.subtract),
-    "Mul": _binary(relay.multiply),
-    "Div": _binary(relay.divide),
-    "Pow": _pow,
     "Softmax": _softmax,
     "Identity": _identity,
     "Dropout": _identity,
