@@ -739,7 +739,7 @@ def test_opt_reports_an_ill_typed_module_with_the_op_and_the_pass(plugin_host, t
 
 
 @pytest.mark.parametrize(("pipeline", "message"), [
-    ("ConvertLayout{desired_layouts=nn.conv3x3:NHWC}", "did you mean 'nn.conv2d'"),
+    ("ConvertLayout{desired_layouts=nn.conv2dd:NHWC}", "did you mean 'nn.conv2d'"),
     ("ConvertLayout{desired_layouts=nn.conv2d:NCWH}", "ConvertLayout"),
     ("FuseOps{max_depth=deep}", "max_depth"),
     ("AnnotateTarget{kinds=\"\"}", "AnnotateTarget"),
