@@ -486,7 +486,7 @@ def test_an_ill_typed_node_is_named():
      r"Pad node .*mode constant, edge or reflect"),
     ([node("Reshape", ["x", "s"])], {"s": np.array([5, -1], "int64")}, r"Reshape node "),
     ([node("Reshape", ["x", "x"])], {}, r"Reshape node .*must be known while importing"),
-    ([node("MaxPool", ["x"])], {}, r"MaxPool node .*4-D NCHW"),
+    ([node("MaxPool", ["x"], kernel_shape=[2, 2])], {}, r"MaxPool node .*4-D NCHW"),
     ([node("Concat", ["x", "x"])], {}, r"Concat node .*attribute 'axis'"),
 ])
 def test_unsupported_attributes_and_bad_nodes_name_the_node(nodes, init, message):

@@ -10,9 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from onnx import NodeProto, helper, numpy_helper
+from onnx import AttributeProto, NodeProto, TensorProto, helper
 
 from passhost.frontend.errors import OnnxImportError
+from passhost.frontend.onnx_data import tensor_array
 from passhost.ir.types import TensorType
 from passhost.relay.expr import Expr
 
@@ -20,22 +21,41 @@ from passhost.relay.expr import Expr
 Value = Expr | np.ndarray
 
 
+def describe_node(node: NodeProto) -> str:
+    """The node for messages: op type and name (its outputs when it has no name)."""
+    if node.name:
+        return f"{node.op_type} node {node.name!r}"
+    return f"{node.op_type} node (unnamed, outputs {list(node.output)})"
+
+
+def _decode_tensor(tensor: TensorProto, what: str) -> np.ndarray:
+    return tensor_array(tensor, what)
+
+
 class NodeContext:
     """One node's inputs (as expressions or known arrays), attributes and error helper."""
 
     def __init__(self, node: NodeProto, opset: int,
                  expr_of: Callable[[str], Expr],
-                 known_of: Callable[[str], np.ndarray | None]) -> None:
+                 known_of: Callable[[str], np.ndarray | None],
+                 decode_tensor: Callable[[TensorProto, str], np.ndarray] = _decode_tensor,
+                 ) -> None:
         self.node = node
         self.opset = opset
         self._expr_of = expr_of
         self._known_of = known_of
-        self._attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        self._decode_tensor = decode_tensor
+        self._attrs: dict[str, Any] = {}
+        for a in node.attribute:
+            if a.ref_attr_name or a.type == AttributeProto.UNDEFINED:
+                raise self.error(f"attribute {a.name!r}: expected a value of a known type, "
+                                 f"found type {a.type} (ref_attr_name {a.ref_attr_name!r})")
+            self._attrs[a.name] = helper.get_attribute_value(a)
 
     @property
     def where(self) -> str:
         """The node's description for messages: op type and name."""
-        return f"{self.node.op_type} node {self.node.name!r}"
+        return describe_node(self.node)
 
     @property
     def num_inputs(self) -> int:
@@ -60,7 +80,8 @@ class NodeContext:
         value = self._known_of(self.node.input[index])
         if value is None:
             raise self.error(f"input {index} ({self.node.input[index]!r}) must be known while "
-                             f"importing (a constant or initializer), found a computed tensor")
+                             f"importing (a constant, an initializer or computed from them "
+                             f"and from shapes), found a tensor computed from graph inputs")
         return value
 
     def is_known(self, index: int) -> bool:
@@ -97,8 +118,8 @@ class NodeContext:
         value = self._attrs[name]
         if isinstance(value, bytes):
             return value.decode()
-        if hasattr(value, "data_type") and hasattr(value, "dims"):
-            return numpy_helper.to_array(value)
+        if isinstance(value, TensorProto):
+            return self._decode_tensor(value, f"{self.where}: attribute {name!r}")
         return value
 
     def required_attr(self, name: str) -> Any:

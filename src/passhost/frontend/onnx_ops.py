@@ -11,7 +11,6 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from onnx import helper
 
 from passhost import relay
 from passhost.frontend.onnx_context import NodeContext, Value
@@ -228,16 +227,6 @@ def _clip(ctx: NodeContext) -> Value:
     return relay.clip(ctx.input(0), a_min=lo, a_max=hi)
 
 
-def _identity(ctx: NodeContext) -> Value:
-    _only_first_output(ctx)
-    return ctx.input(0)
-
-
-def _cast(ctx: NodeContext) -> Value:
-    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(int(ctx.required_attr("to")))).name
-    return relay.cast(ctx.input(0), dtype=dtype)
-
-
 def _mod(ctx: NodeContext) -> Value:
     if not (ctx.is_known(0) and ctx.is_known(1)):
         raise ctx.error("Mod is supported on values known while importing (shape "
@@ -253,17 +242,6 @@ def _mod(ctx: NodeContext) -> Value:
 
 
 # -- shapes and constants ------------------------------------------------------------------------
-def _constant(ctx: NodeContext) -> Value:
-    for name, dtype in (("value", None), ("value_float", "float32"),
-                        ("value_floats", "float32"), ("value_int", "int64"),
-                        ("value_ints", "int64")):
-        value = ctx.attr(name)
-        if value is not None:
-            return np.asarray(value, dtype=dtype)
-    raise ctx.error("expected a value, value_float(s) or value_int(s) attribute, found "
-                    f"{sorted(a.name for a in ctx.node.attribute)}")
-
-
 def _shape(ctx: NodeContext) -> Value:
     shape = np.asarray(ctx.shape(0), dtype="int64")
     start, end = int(ctx.attr("start", 0)), ctx.attr("end")
@@ -434,15 +412,11 @@ CONVERTERS: dict[str, Entry] = {
     "GlobalAveragePool": _global_avg_pool,
     "MaxPool": _max_pool,
     "AveragePool": _avg_pool,
-    "Identity": _identity,
-    "Dropout": _identity,
-    "Constant": _constant,
     "Unsqueeze": _unsqueeze,
     "Squeeze": _squeeze,
     "Gather": _gather,
     "Shape": _shape,
     "ConstantOfShape": _constant_of_shape,
-    "Cast": _cast,
     "ReduceMean": _reduce_mean,
     "Split": _split,
     "Slice": _slice,
