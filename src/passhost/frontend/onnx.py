@@ -162,7 +162,7 @@ class _Importer:
         try:
             mod = InferType()(IRModule.from_expr(func))
         except _CONVERSION_ERRORS as exc:
-            raise OnnxImportError(f"the graph's outputs: {exc}") from exc
+            raise OnnxImportError(f"the graph's outputs: {_message(exc)}") from exc
         return mod, self.params
 
     def _add_inputs(self) -> None:
@@ -280,7 +280,7 @@ class _Importer:
         except OnnxImportError:
             raise
         except _CONVERSION_ERRORS as exc:
-            raise OnnxImportError(f"{describe_node(node)}: {exc}") from exc
+            raise OnnxImportError(f"{describe_node(node)}: {_message(exc)}") from exc
 
     def _store(self, name: str, value: Value, fold: bool) -> None:
         if isinstance(value, np.ndarray):
@@ -290,6 +290,12 @@ class _Importer:
         else:
             value.checked_type  # noqa: B018 - type each node now, so errors name it
             self.exprs[name] = value
+
+
+def _message(exc: Exception) -> str:
+    """The message of ``exc``: passhost's own errors say what is wrong; others (a converter
+    indexing past a list, say) keep their type to tell what happened."""
+    return str(exc) if isinstance(exc, PasshostError) else f"{type(exc).__name__}: {exc}"
 
 
 def _graph_array(array: np.ndarray | None, name: str, user: str) -> np.ndarray:

@@ -28,17 +28,13 @@ def describe_node(node: NodeProto) -> str:
     return f"{node.op_type} node (unnamed, outputs {list(node.output)})"
 
 
-def _decode_tensor(tensor: TensorProto, what: str) -> np.ndarray:
-    return tensor_array(tensor, what)
-
-
 class NodeContext:
     """One node's inputs (as expressions or known arrays), attributes and error helper."""
 
     def __init__(self, node: NodeProto, opset: int,
                  expr_of: Callable[[str], Expr],
                  known_of: Callable[[str], np.ndarray | None],
-                 decode_tensor: Callable[[TensorProto, str], np.ndarray] = _decode_tensor,
+                 decode_tensor: Callable[[TensorProto, str], np.ndarray] = tensor_array,
                  ) -> None:
         self.node = node
         self.opset = opset

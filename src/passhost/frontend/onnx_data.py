@@ -117,6 +117,8 @@ def _check_size(tensor: TensorProto, dims: tuple[int, ...], dtype: str, raw: byt
         return
     field = helper.tensor_dtype_to_field(tensor.data_type)
     found = len(getattr(tensor, field))
+    if np.dtype(dtype).kind == "c":  # a real and an imaginary value per element
+        count *= 2
     if found != count:
         raise OnnxImportError(f"{what}: {field} holds {found} values, dims {list(dims)} "
                               f"need {count}")
