@@ -19,12 +19,13 @@ from passhost.relay.expr import const
 
 __all__ = ["CONVERTERS"]
 
-_DATA_DEPENDENT = ("has a data-dependent output shape, and passhost compiles static shapes: "
-                   "it is supported only when {what} known while importing")
-
-
-def _data_dependent(ctx: NodeContext, what: str) -> Exception:
-    return ctx.error(_DATA_DEPENDENT.format(what=what))
+def _data_dependent(ctx: NodeContext, index: int) -> Exception:
+    """The error for a node whose output shape would depend on the values of input
+    ``index``, which is computed."""
+    return ctx.error(f"has a data-dependent output shape, and passhost compiles static "
+                     f"shapes: it is supported only when input {index} "
+                     f"({ctx.node.input[index]!r}) is known while importing, found a tensor "
+                     f"computed from graph inputs")
 
 
 # -- Constant ------------------------------------------------------------------------------------
@@ -133,7 +134,7 @@ def _nonzero(ctx: NodeContext) -> Value:
     """NonZero: folded when its input is known while importing; otherwise an error (the
     output's shape depends on the data)."""
     if not ctx.is_known(0):
-        raise _data_dependent(ctx, "its input is")
+        raise _data_dependent(ctx, 0)
     return np.array(np.nonzero(ctx.known(0)), dtype=np.int64).reshape(
         ctx.known(0).ndim, -1)
 
@@ -143,7 +144,7 @@ def _unique(ctx: NodeContext) -> Sequence[Value]:
     occurrence, flattened or along ``axis``); otherwise an error (the output's shape depends
     on the data)."""
     if not ctx.is_known(0):
-        raise _data_dependent(ctx, "its input is")
+        raise _data_dependent(ctx, 0)
     x = ctx.known(0)
     axis = ctx.attr("axis")
     if axis is not None and not -x.ndim <= int(axis) < x.ndim:
@@ -167,7 +168,7 @@ def _compress(ctx: NodeContext) -> Value:
     is known while importing; a computed condition is an error (the output's shape depends
     on the data)."""
     if not ctx.is_known(1):
-        raise _data_dependent(ctx, "the condition is")
+        raise _data_dependent(ctx, 1)
     condition = ctx.known(1).reshape(-1).astype(bool)
     shape = ctx.shape(0)
     axis = ctx.attr("axis")
