@@ -28,8 +28,12 @@ def _type_name(code: int) -> str:
 
 
 def _count(low: int, high: int) -> str:
-    return str(low) if low == high else f"{low} to {high}" if high < 2**31 - 1 else \
-        f"at least {low}"
+    """``low`` to ``high`` in words (ONNX writes "no upper bound" as 2**31 - 1)."""
+    if low == high:
+        return str(low)
+    if high >= 2**31 - 1:
+        return f"at least {low}"
+    return f"{low} to {high}"
 
 
 def check_node(node: NodeProto, schema: defs.OpSchema) -> None:

@@ -68,8 +68,12 @@ def _inside(base_dir: Path, location: str, what: str) -> Path:
             or ".." in parts or ":" in parts[0]:
         raise OnnxImportError(f"{what}: expected an external data location relative to the "
                               f"model's directory and inside it, found {location!r}")
-    base = base_dir.resolve()
-    path = (base / location).resolve()
+    try:
+        base = base_dir.resolve()
+        path = (base / location).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a symbolic link loop, a NUL byte
+        raise OnnxImportError(f"{what}: cannot resolve external data location "
+                              f"{location!r}: {exc}") from exc
     if path != base and base not in path.parents:
         raise OnnxImportError(f"{what}: external data {location!r} leads out of the model's "
                               f"directory {str(base)!r} (a symbolic link?)")
@@ -96,9 +100,13 @@ def _external_bytes(tensor: TensorProto, what: str, base_dir: Path | None) -> by
     if offset < 0 or (length is not None and length < 0):
         raise OnnxImportError(f"{what}: expected a non-negative external data offset and "
                               f"length, found {info}")
-    with open(path, "rb") as f:
-        f.seek(offset)
-        data = f.read() if length is None else f.read(length)
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read() if length is None else f.read(length)
+    except OSError as exc:
+        raise OnnxImportError(f"{what}: cannot read external data {str(path)!r}: {exc}") \
+            from exc
     if length is not None and len(data) != length:
         raise OnnxImportError(f"{what}: external data {info['location']!r} holds {len(data)} "
                               f"bytes from offset {offset}, expected {length}")
