@@ -154,7 +154,11 @@ def test_qlinear_matmul_is_onnx_exact(scale_dtype, opset, a_shape, b_shape, dtyp
 
 # -- DynamicQuantizeLinear ----------------------------------------------------------------------
 @settings(max_examples=25, deadline=None)
-@given(low=st.floats(-50, 50), spread=st.floats(0, 100), size=st.integers(1, 40))
+# Values whose scale would underflow float32 (|x| < 4e-43) are left out: onnxruntime then
+# divides by a zero scale. Zero itself is in (the scale is then 1).
+@given(low=st.floats(-50, 50, width=32, allow_subnormal=False),
+       spread=st.one_of(st.just(0.0), st.floats(1e-6, 100)),
+       size=st.integers(1, 40))
 def test_dynamic_quantize_linear(low, spread, size):
     x = (low + RNG.random(size) * spread).astype("float32")
     inputs = {"x": x}
@@ -223,7 +227,7 @@ def test_conv_integer(attrs, dtype, w_zero_point):
 
 # -- errors --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("op, names, inputs, attrs, message", [
-    ("DynamicQuantizeLinear", ["x"], {"x": np.zeros(3, "float16")}, {},
+    ("DynamicQuantizeLinear", ["x"], {"x": np.zeros(3, "float16")}, {"outputs": ("y", "s", "z")},
      r"x \(input 0\) of type float32, found float16"),
     ("MatMulInteger", ["A", "B", "az"], {"A": np.zeros((4, 6), "uint8"),
                                          "B": np.zeros((6, 3), "uint8"),

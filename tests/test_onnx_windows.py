@@ -401,9 +401,10 @@ def test_causal_conv_with_state_matches_the_onnx_reference(k, bias, past, activa
     ([node("DeformConv", ["x", "w", "o"], offset_group=2)],
      {"w": rand(2, 3, 1, 1), "o": rand(2, 4, 4, 4)},
      r"DeformConv node .*4-D data"),
-    ([node("CausalConvWithState", ["x", "w"], activation="gelu")], {"w": rand(3, 1, 2)},
+    ([node("CausalConvWithState", ["x", "w"], ["y", "state"], activation="gelu")],
+     {"w": rand(3, 1, 2)},
      r"CausalConvWithState node .*activation none, silu or swish"),
-    ([node("CausalConvWithState", ["x", "w"])], {"w": rand(3, 2, 2)},
+    ([node("CausalConvWithState", ["x", "w"], ["y", "state"])], {"w": rand(3, 2, 2)},
      r"CausalConvWithState node .*\(3, 1, k\) weight"),
 ])
 def test_malformed_nodes_are_named(nodes, init, message):

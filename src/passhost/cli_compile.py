@@ -124,6 +124,7 @@ def run_command(args: argparse.Namespace) -> int:
     from passhost.ir.types import TensorType
     from passhost.relay.testing.op_examples import random_arrays
     from passhost.runtime import load_artifact
+    from passhost.runtime.artifact import restore_dtype
 
     compiled = load_artifact(args.artifact)
     executor = compiled.executor()
@@ -131,8 +132,8 @@ def run_command(args: argparse.Namespace) -> int:
     given = _read_inputs(args.input, [n for n, _, _ in info])
     randoms = random_arrays([TensorType(shape, dtype) for _, shape, dtype in info],
                             seed=args.seed)
-    for (name, _, _), arr in zip(info, randoms):
-        executor.set_input(name, given.pop(name) if name in given else arr)
+    for (name, _, dtype), arr in zip(info, randoms):
+        executor.set_input(name, restore_dtype(given.pop(name), dtype) if name in given else arr)
     if given:
         raise CommandError(f"unknown inputs {sorted(given)}; the model's inputs are "
                            f"{[n for n, _, _ in info]}")

@@ -10,9 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from passhost.frontend.errors import OnnxImportError, TfliteImportError
+from passhost.frontend.errors import OnnxImportError, OnnxUnknownOperandError, TfliteImportError
 
-__all__ = ["OnnxImportError", "TfliteImportError", "from_onnx", "from_tflite"]
+__all__ = ["OnnxImportError", "OnnxUnknownOperandError", "TfliteImportError", "from_onnx",
+           "from_tflite"]
 
 # importer name -> (module, the top-level packages it needs, what to call them, the extra)
 _IMPORTERS = {

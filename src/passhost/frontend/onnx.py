@@ -3,21 +3,29 @@
 Initializers become parameters (bound by name at build time); the other graph inputs become
 ``main``'s data parameters. Shapes are static, so every shape computation (``Shape``,
 ``ConstantOfShape``, arithmetic on them) is folded to a constant while importing.
+
+A malformed model is an :class:`OnnxImportError` naming the node or value at fault: the
+graph's structure and each node's inputs, outputs and attributes are checked against the
+operator's schema before its converter runs, and the errors a converter or an operator's
+type relation raises on bad values are re-raised naming the node.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import ModelProto, NodeProto, ValueInfoProto, helper, numpy_helper
+from onnx import ModelProto, NodeProto, TensorProto, ValueInfoProto, defs
 
-from passhost.errors import AttrError, IRTypeError
+from passhost.errors import PasshostError
 from passhost.frontend.errors import OnnxImportError
-from passhost.frontend.onnx_context import NodeContext, Value
+from passhost.frontend.onnx_checks import check_graph, check_node
+from passhost.frontend.onnx_context import NodeContext, Value, describe_node
+from passhost.frontend.onnx_data import passhost_dtype, tensor_array
 from passhost.frontend.onnx_registry import (
     OPSET_RANGE,
     Converter,
@@ -27,19 +35,26 @@ from passhost.frontend.onnx_registry import (
     operator_version,
 )
 from passhost.ir.module import IRModule
+from passhost.ir.types import DTYPES, is_float_dtype
 from passhost.relay.expr import Expr, Function, Tuple, Var, const, var
 from passhost.relay.interpreter import evaluate
 from passhost.relay.transform import InferType
 
 __all__ = ["from_onnx", "load_model"]
 
+#: What converters and operator type relations raise on bad values: re-raised naming the node.
+_CONVERSION_ERRORS = (PasshostError, ArithmeticError, IndexError, KeyError, TypeError,
+                      ValueError)
+
 
 def load_model(model: str | os.PathLike[str] | ModelProto) -> ModelProto:
-    """The model itself, or the model read from the file at path ``model``."""
+    """The model itself, or the model read from the file at path ``model`` (tensors in
+    external files are left there: :func:`from_onnx` reads them from the model's
+    directory)."""
     if isinstance(model, ModelProto):
         return model
     try:
-        return onnx.load(os.fspath(model))
+        return onnx.load(os.fspath(model), load_external_data=False)
     except (OSError, DecodeError, ValueError) as exc:
         raise OnnxImportError(f"{os.fspath(model)}: expected an ONNX model file, could not "
                               f"read it: {exc}") from exc
@@ -47,10 +62,16 @@ def load_model(model: str | os.PathLike[str] | ModelProto) -> ModelProto:
 
 def from_onnx(model: str | os.PathLike[str] | ModelProto,
               shape: Mapping[str, Sequence[int]] | None = None,
+              base_dir: str | os.PathLike[str] | None = None,
               ) -> tuple[IRModule, dict[str, np.ndarray]]:
     """Import ``model`` (a path or an ``onnx.ModelProto``); ``shape`` overrides the shapes of
-    graph inputs by name. Returns the typed module and its parameters (name -> array)."""
-    return _Importer(load_model(model), dict(shape or {})).run()
+    graph inputs by name. Tensors in external files are read from ``base_dir`` (by default
+    the model file's directory; a ModelProto with external tensors needs it). Returns the
+    typed module and its parameters (name -> array). The model is not modified."""
+    if base_dir is None and not isinstance(model, ModelProto):
+        base_dir = Path(os.fspath(model)).parent
+    directory = None if base_dir is None else Path(os.fspath(base_dir))
+    return _Importer(load_model(model), dict(shape or {}), directory).run()
 
 
 def _opset(model: ModelProto) -> int:
@@ -95,19 +116,39 @@ def _check_supported(nodes: Sequence[NodeProto], opset: int) -> None:
                               f"type(s):\n" + "\n".join(lines))
 
 
+def _schema(node: NodeProto, opset: int) -> defs.OpSchema | None:
+    """The schema of a default-domain ``node`` at ``opset`` (None in other domains)."""
+    if not is_default_domain(node.domain):
+        return None
+    try:
+        return defs.get_schema(node.op_type, opset, "")
+    except defs.SchemaError:
+        raise OnnxImportError(f"{describe_node(node)}: ONNX opset {opset} has no operator "
+                              f"{node.op_type}") from None
+
+
 class _Importer:
     """The state of one import: values by name, parameters and data inputs."""
 
-    def __init__(self, model: ModelProto, shapes: dict[str, Sequence[int]]) -> None:
+    def __init__(self, model: ModelProto, shapes: dict[str, Sequence[int]],
+                 base_dir: Path | None) -> None:
         self.graph = model.graph
         self.opset = _opset(model)
         self.shapes = shapes
-        self.initializers = {t.name: numpy_helper.to_array(t) for t in self.graph.initializer}
+        self.base_dir = base_dir
+        check_graph(self.graph)
+        self.initializers = {t.name: self._decode(t, f"initializer {t.name!r}")
+                             for t in self.graph.initializer}
+        self.producers = {name: node for node in self.graph.node for name in node.output
+                          if name}
         self.exprs: dict[str, Expr] = {}
         self.known: dict[str, np.ndarray] = {}
         self.params: dict[str, np.ndarray] = {}
         self.param_vars: list[Var] = []
         self.data_vars: list[Var] = []
+
+    def _decode(self, tensor: TensorProto, what: str) -> np.ndarray:
+        return tensor_array(tensor, what, self.base_dir)
 
     def run(self) -> tuple[IRModule, dict[str, np.ndarray]]:
         """Convert the whole graph."""
@@ -115,10 +156,13 @@ class _Importer:
         self._add_inputs()
         for node in self.graph.node:
             self._convert(node)
-        outputs = [self._expr(o.name, "graph output") for o in self.graph.output]
+        outputs = [self._expr(o.name, f"graph output {o.name!r}") for o in self.graph.output]
         body = outputs[0] if len(outputs) == 1 else Tuple(outputs)
         func = Function([*self.data_vars, *self.param_vars], body)
-        mod = InferType()(IRModule.from_expr(func))
+        try:
+            mod = InferType()(IRModule.from_expr(func))
+        except _CONVERSION_ERRORS as exc:
+            raise OnnxImportError(f"the graph's outputs: {_message(exc)}") from exc
         return mod, self.params
 
     def _add_inputs(self) -> None:
@@ -129,15 +173,29 @@ class _Importer:
                                   f"{sorted(names)}")
         for info in self.graph.input:
             if info.name not in self.initializers:
-                v = var(info.name, shape=self._input_shape(info), dtype=_input_dtype(info))
+                dtype = _input_dtype(info)
+                v = var(info.name, shape=self._input_shape(info), dtype=dtype)
                 self.exprs[info.name] = v
                 self.data_vars.append(v)
 
     def _input_shape(self, info: ValueInfoProto) -> tuple[int, ...]:
         if info.name in self.shapes:
-            return tuple(int(d) for d in self.shapes[info.name])
-        dims = info.type.tensor_type.shape.dim
-        if not all(d.HasField("dim_value") for d in dims):
+            given = self.shapes[info.name]
+            try:
+                dims = tuple(int(d) for d in given)
+            except (TypeError, ValueError):
+                dims = (-1,)
+            if any(d < 0 for d in dims):
+                raise OnnxImportError(f"shape[{info.name!r}]: expected a sequence of "
+                                      f"non-negative ints, found {given!r}")
+            return dims
+        tensor_type = info.type.tensor_type
+        if not tensor_type.HasField("shape"):
+            raise OnnxImportError(f"graph input {info.name!r}: expected a static shape, found "
+                                  f"none (unknown rank); give it with "
+                                  f"shape={{{info.name!r}: (...)}}")
+        dims = tensor_type.shape.dim
+        if not all(d.HasField("dim_value") and d.dim_value >= 0 for d in dims):
             found = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
                      for d in dims]
             raise OnnxImportError(f"graph input {info.name!r}: expected a static shape, found "
@@ -151,9 +209,10 @@ class _Importer:
         if name in self.exprs:
             return self.exprs[name]
         if name in self.known:
-            expr: Expr = const(self.known[name])
+            expr: Expr = const(_graph_array(self.known[name], name, user),
+                               self.known[name].dtype.name)
         elif name in self.initializers:
-            array = self.initializers[name]
+            array = _graph_array(self.initializers[name], name, user)
             expr = var(name, shape=array.shape, dtype=array.dtype.name)
             self.params[name] = array
             self.param_vars.append(expr)
@@ -174,37 +233,54 @@ class _Importer:
             if not name or name in self.known:
                 continue
             array = self.initializers.get(name)
-            if array is None or array.dtype.kind == "f":
+            if array is None or is_float_dtype(array.dtype.name):
                 return False
         return True
 
+    def _check_defined(self, node: NodeProto) -> None:
+        for name in node.input:
+            if not name or self._defined(name):
+                continue
+            producer = self.producers.get(name)
+            if producer is not None:
+                raise OnnxImportError(
+                    f"{describe_node(node)}: input {name!r} is produced by "
+                    f"{describe_node(producer)}, which comes later: nodes must be in "
+                    f"topological order (is there a cycle?)")
+            raise OnnxImportError(f"{describe_node(node)}: input {name!r} is not produced by "
+                                  f"any earlier node, graph input or initializer (missing "
+                                  f"initializer?)")
+
     def _convert(self, node: NodeProto) -> None:
+        schema = _schema(node, self.opset)
+        if schema is not None:
+            check_node(node, schema)
+        self._check_defined(node)
         fold = self._foldable(node)
 
         def expr_of(name: str) -> Expr:
             if fold:
-                return const(self._known(name))
-            return self._expr(name, ctx.where)
+                array = _graph_array(self._known(name), name, describe_node(node))
+                return const(array, array.dtype.name)
+            return self._expr(name, describe_node(node))
 
-        ctx = NodeContext(node, self.opset, expr_of, self._known)
-        for name in node.input:
-            if name and not self._defined(name):
-                raise ctx.error(f"input {name!r} is not produced by any earlier node, graph "
-                                f"input or initializer (missing initializer?)")
         try:
+            ctx = NodeContext(node, self.opset, expr_of, self._known, self._decode)
             convert = _converter(node, self.opset)
             assert convert is not None  # _check_supported saw every node
             result = convert(ctx)
             values = list(result) if isinstance(result, (list, tuple)) else [result]
-            names = list(node.output[:len(values)])
-            if len(values) < len([n for n in node.output if n]):
-                raise ctx.error(f"expected {len(node.output)} outputs, converter made "
-                                f"{len(values)}")
-            for name, value in zip(names, values):
+            missing = [name for name in node.output[len(values):] if name]
+            if missing:
+                raise ctx.error(f"expected a value for output(s) {missing}, the converter "
+                                f"made {len(values)} output(s)")
+            for name, value in zip(node.output, values):
                 if name:
                     self._store(name, value, fold)
-        except (IRTypeError, AttrError) as exc:
-            raise ctx.error(str(exc)) from exc
+        except OnnxImportError:
+            raise
+        except _CONVERSION_ERRORS as exc:
+            raise OnnxImportError(f"{describe_node(node)}: {_message(exc)}") from exc
 
     def _store(self, name: str, value: Value, fold: bool) -> None:
         if isinstance(value, np.ndarray):
@@ -216,10 +292,25 @@ class _Importer:
             self.exprs[name] = value
 
 
+def _message(exc: Exception) -> str:
+    """The message of ``exc``: passhost's own errors say what is wrong; others (a converter
+    indexing past a list, say) keep their type to tell what happened."""
+    return str(exc) if isinstance(exc, PasshostError) else f"{type(exc).__name__}: {exc}"
+
+
+def _graph_array(array: np.ndarray | None, name: str, user: str) -> np.ndarray:
+    """``array`` (the value of ``name``), checked to be of a dtype graph values may have."""
+    if array is None:
+        raise OnnxImportError(f"{user}: input {name!r} is not known while importing")
+    if array.dtype.name not in DTYPES:
+        raise OnnxImportError(f"{user}: input {name!r} is of dtype {array.dtype.name}, which "
+                              f"passhost has no tensors of (it has {', '.join(DTYPES)})")
+    return array
+
+
 def _input_dtype(info: ValueInfoProto) -> str:
-    elem = info.type.tensor_type.elem_type
-    try:
-        return np.dtype(helper.tensor_dtype_to_np_dtype(elem)).name
-    except (KeyError, TypeError) as exc:
-        raise OnnxImportError(f"graph input {info.name!r}: expected a tensor element type, "
-                              f"found {elem}") from exc
+    kind = info.type.WhichOneof("value")
+    if kind != "tensor_type":
+        raise OnnxImportError(f"graph input {info.name!r}: expected a tensor, found "
+                              f"{kind or 'no type'} (passhost imports tensors only)")
+    return passhost_dtype(info.type.tensor_type.elem_type, f"graph input {info.name!r}")

@@ -10,9 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from onnx import NodeProto, helper, numpy_helper
+from onnx import AttributeProto, NodeProto, TensorProto, helper
 
-from passhost.frontend.errors import OnnxImportError
+from passhost.frontend.errors import OnnxImportError, OnnxUnknownOperandError
+from passhost.frontend.onnx_data import tensor_array
 from passhost.ir.types import TensorType
 from passhost.relay.expr import Expr
 
@@ -20,22 +21,37 @@ from passhost.relay.expr import Expr
 Value = Expr | np.ndarray
 
 
+def describe_node(node: NodeProto) -> str:
+    """The node for messages: op type and name (its outputs when it has no name)."""
+    if node.name:
+        return f"{node.op_type} node {node.name!r}"
+    return f"{node.op_type} node (unnamed, outputs {list(node.output)})"
+
+
 class NodeContext:
     """One node's inputs (as expressions or known arrays), attributes and error helper."""
 
     def __init__(self, node: NodeProto, opset: int,
                  expr_of: Callable[[str], Expr],
-                 known_of: Callable[[str], np.ndarray | None]) -> None:
+                 known_of: Callable[[str], np.ndarray | None],
+                 decode_tensor: Callable[[TensorProto, str], np.ndarray] = tensor_array,
+                 ) -> None:
         self.node = node
         self.opset = opset
         self._expr_of = expr_of
         self._known_of = known_of
-        self._attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        self._decode_tensor = decode_tensor
+        self._attrs: dict[str, Any] = {}
+        for a in node.attribute:
+            if a.ref_attr_name or a.type == AttributeProto.UNDEFINED:
+                raise self.error(f"attribute {a.name!r}: expected a value of a known type, "
+                                 f"found type {a.type} (ref_attr_name {a.ref_attr_name!r})")
+            self._attrs[a.name] = helper.get_attribute_value(a)
 
     @property
     def where(self) -> str:
         """The node's description for messages: op type and name."""
-        return f"{self.node.op_type} node {self.node.name!r}"
+        return describe_node(self.node)
 
     @property
     def num_inputs(self) -> int:
@@ -52,16 +68,28 @@ class NodeContext:
             raise self.error(f"expected input {index}, found none")
         return self._expr_of(self.node.input[index])
 
-    def known(self, index: int) -> np.ndarray:
+    def known(self, index: int, what: str | None = None, why: str | None = None) -> np.ndarray:
         """Input ``index`` as an array known while importing (a constant, an initializer or a
-        folded shape computation)."""
+        folded shape computation); otherwise the error says ``what`` the input is and ``why``
+        it must be known."""
         if not self.has_input(index):
-            raise self.error(f"expected input {index}, found none")
+            raise self.error(f"expected {what or 'input'} (input {index}), found none")
         value = self._known_of(self.node.input[index])
         if value is None:
-            raise self.error(f"input {index} ({self.node.input[index]!r}) must be known while "
-                             f"importing (a constant or initializer), found a computed tensor")
+            raise self.unknown_operand(index, what, why)
         return value
+
+    def unknown_operand(self, index: int, what: str | None = None,
+                        why: str | None = None) -> OnnxUnknownOperandError:
+        """The error for input ``index`` (``what`` it is), which must be known while
+        importing (``why``) but is computed from graph inputs."""
+        name = self.node.input[index]
+        subject = f"{what} (input {index}, {name!r})" if what else f"input {index} ({name!r})"
+        reason = f": {why}" if why else ""
+        return OnnxUnknownOperandError(
+            f"{self.where}: {subject} must be known while importing{reason} (a constant, an "
+            f"initializer or computed from them and from shapes), found a tensor computed "
+            f"from graph inputs", name)
 
     def is_known(self, index: int) -> bool:
         """Whether input ``index`` is given and known while importing."""
@@ -73,7 +101,8 @@ class NodeContext:
         if self.has_input(index):
             return [int(v) for v in self.known(index).reshape(-1)]
         if attr is not None and attr in self._attrs:
-            return [int(v) for v in self._attrs[attr]]
+            value = self._attrs[attr]
+            return [int(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
         return None
 
     def tensor_type(self, index: int) -> TensorType:
@@ -97,8 +126,8 @@ class NodeContext:
         value = self._attrs[name]
         if isinstance(value, bytes):
             return value.decode()
-        if hasattr(value, "data_type") and hasattr(value, "dims"):
-            return numpy_helper.to_array(value)
+        if isinstance(value, TensorProto):
+            return self._decode_tensor(value, f"{self.where}: attribute {name!r}")
         return value
 
     def required_attr(self, name: str) -> Any:

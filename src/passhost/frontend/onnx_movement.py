@@ -56,12 +56,7 @@ _SHAPE_DECIDING = "the output's shape depends on its values"
 def _shape_input(ctx: NodeContext, index: int, what: str,
                  why: str = _SHAPE_DECIDING) -> list[int]:
     """The integers of input ``index``, which must be known while importing (``why``)."""
-    if not ctx.has_input(index):
-        raise ctx.error(f"expected {what} (input {index}), found none")
-    if not ctx.is_known(index):
-        raise ctx.error(f"{what} (input {index}, {ctx.node.input[index]!r}) must be known while "
-                        f"importing: {why} (found a computed tensor)")
-    return [int(v) for v in ctx.known(index).reshape(-1)]
+    return [int(v) for v in ctx.known(index, what, why).reshape(-1)]
 
 
 def _ints_or_attr(ctx: NodeContext, index: int, attr: str, what: str) -> list[int] | None:
@@ -75,9 +70,7 @@ def _ints_or_attr(ctx: NodeContext, index: int, attr: str, what: str) -> list[in
 def _scalar_input(ctx: NodeContext, index: int, what: str,
                   why: str = _SHAPE_DECIDING) -> np.generic:
     """The single value of input ``index``, which must be known while importing (``why``)."""
-    if not ctx.is_known(index):
-        _shape_input(ctx, index, what, why)
-    value = ctx.known(index)
+    value = ctx.known(index, what, why)
     if value.size != 1:
         raise ctx.error(f"expected {what} (input {index}) to be a scalar, found shape "
                         f"{list(value.shape)}")

@@ -12,7 +12,6 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from onnx import helper
 
 from passhost import relay
 from passhost.frontend.onnx_context import NodeContext, Value
@@ -113,28 +112,6 @@ def _softmax(ctx: NodeContext) -> Value:
     return along_softmax_axis(ctx, nn.softmax)
 
 
-def _identity(ctx: NodeContext) -> Value:
-    _only_first_output(ctx)
-    return ctx.input(0)
-
-
-def _cast(ctx: NodeContext) -> Value:
-    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(int(ctx.required_attr("to")))).name
-    return relay.cast(ctx.input(0), dtype=dtype)
-
-
-# -- shapes and constants ------------------------------------------------------------------------
-def _constant(ctx: NodeContext) -> Value:
-    for name, dtype in (("value", None), ("value_float", "float32"),
-                        ("value_floats", "float32"), ("value_int", "int64"),
-                        ("value_ints", "int64")):
-        value = ctx.attr(name)
-        if value is not None:
-            return np.asarray(value, dtype=dtype)
-    raise ctx.error("expected a value, value_float(s) or value_int(s) attribute, found "
-                    f"{sorted(a.name for a in ctx.node.attribute)}")
-
-
 
 
 #: The converter of each supported ONNX operator type.
@@ -143,8 +120,4 @@ CONVERTERS: dict[str, Entry] = {
     "MatMul": _matmul,
     "BatchNormalization": _batch_norm,
     "Softmax": _softmax,
-    "Identity": _identity,
-    "Dropout": _identity,
-    "Constant": _constant,
-    "Cast": _cast,
 }

@@ -330,16 +330,17 @@ def _qlinear_matmul(ctx: NodeContext) -> Value:
 # -- DynamicQuantizeLinear / MatMulInteger / ConvInteger ----------------------------------------
 def _dynamic_quantize_linear(ctx: NodeContext) -> list[Value]:
     """ONNX DynamicQuantizeLinear becomes ``min``/``max`` of x (widened to include 0), the
-    uint8 scale (max - min) / 255 (1 when x is all zeros, as onnxruntime) and zero point, and
-    ``qnn.quantize`` (halves to even)."""
+    uint8 scale (max - min) / 255 (1 where that is 0, as onnxruntime for all zeros) and zero
+    point, and ``qnn.quantize`` (halves to even)."""
     _check_dtype(ctx, "x (input 0)", _dtype_of(ctx, 0), ("float32",))
     x = ctx.input(0)
     zero = const(np.float32(0.0))
     high = relay.maximum(relay.max(x), zero)
     low = relay.minimum(relay.min(x), zero)
     spread = relay.subtract(high, low)
-    scale = relay.where(relay.equal(spread, zero), const(np.float32(1.0)),
-                        relay.divide(spread, const(np.float32(255.0))))
+    # A spread of 0, or one so small that the scale underflows, gives the scale 1.
+    scale = relay.divide(spread, const(np.float32(255.0)))
+    scale = relay.where(relay.equal(scale, zero), const(np.float32(1.0)), scale)
     start = relay.clip(relay.negative(relay.divide(low, scale)), a_min=0.0, a_max=255.0)
     zero_point = qnn.quantize(start, const(np.float32(1.0)), const(np.int32(0)),
                               out_dtype="uint8", rounding="even")

@@ -32,6 +32,7 @@ OPSET_RANGE = (6, 28)
 #: The modules whose ``CONVERTERS`` tables make up the importer, each one group of operators.
 CONVERTER_MODULES = (
     "passhost.frontend.onnx_ops",
+    "passhost.frontend.onnx_tensor",
     "passhost.frontend.onnx_qops",
     "passhost.frontend.onnx_elemwise",
     "passhost.frontend.onnx_reduce",

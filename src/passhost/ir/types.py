@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ml_dtypes  # noqa: F401 - registers NumPy's "bfloat16" dtype
 import numpy as np
 from attrs import field, frozen
 
@@ -9,8 +10,13 @@ from passhost.errors import AttrError
 
 #: The element types a tensor may have.
 DTYPES = ("float16", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32",
-          "int64", "uint64", "bool")
+          "int64", "uint64", "bool", "bfloat16")
+#: The IEEE floating-point dtypes: every operator on floating-point values takes them.
 FLOAT_DTYPES = ("float16", "float32", "float64")
+#: bfloat16 (float32's range with 8 significant bits; NumPy computes with it through the
+#: ml_dtypes package, rounding each result): only the operators whose kernels handle it take
+#: it (cast, the elementwise arithmetic, data movement, conv2d and dense).
+BFLOAT16_DTYPES = ("bfloat16",)
 INT_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 
 
@@ -21,6 +27,11 @@ def check_dtype(dtype: object) -> str:
     if not isinstance(dtype, str) or dtype not in DTYPES:
         raise AttrError(f"unknown dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
     return dtype
+
+
+def is_float_dtype(dtype: str) -> bool:
+    """Whether the dtype named ``dtype`` is a floating-point type (bfloat16 included)."""
+    return dtype in FLOAT_DTYPES or dtype in BFLOAT16_DTYPES
 
 
 def _to_shape(shape: object) -> tuple[int, ...]:

@@ -34,7 +34,8 @@ from passhost.runtime.compiled import CompiledModule
 from passhost.runtime.module import Module, find_function
 from passhost.runtime.plan import ExecutorPlan, PlanError
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "ArtifactError", "load_artifact", "save_artifact"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "ArtifactError", "load_artifact", "restore_dtype",
+           "save_artifact"]
 
 #: The ``format`` field of every artifact's metadata.
 FORMAT = "passhost-artifact"
@@ -65,6 +66,15 @@ def _npz(params: Mapping[str, np.ndarray]) -> bytes:
     buf = io.BytesIO()
     np.savez(buf, **{name: np.asarray(arr) for name, arr in params.items()})
     return buf.getvalue()
+
+
+def restore_dtype(arr: np.ndarray, dtype: np.dtype | str | None) -> np.ndarray:
+    """``arr`` viewed as ``dtype`` when NumPy's .npy format stored it as raw bytes of that
+    size (it does so for dtypes it does not know itself, such as bfloat16)."""
+    dtype = None if dtype is None else np.dtype(dtype)
+    if dtype is not None and arr.dtype.kind == "V" and arr.dtype.itemsize == dtype.itemsize:
+        return arr.view(dtype)
+    return arr
 
 
 def _members(compiled: CompiledModule) -> dict[str, bytes]:
@@ -193,9 +203,10 @@ def load_artifact(path: str | os.PathLike[str]) -> CompiledModule:
         plan = ExecutorPlan.from_json(meta.get("plan", {}))
     except PlanError as err:
         raise ArtifactError(f"{path}: {err}") from None
+    dtypes = {t.name: np.dtype(t.dtype) for t in plan.tensors if t.kind == "param"}
     try:
         with np.load(io.BytesIO(members["params.npz"]), allow_pickle=False) as npz:
-            params = {name: npz[name] for name in npz.files}
+            params = {name: restore_dtype(npz[name], dtypes.get(name)) for name in npz.files}
     except (KeyError, ValueError, OSError) as err:
         raise ArtifactError(f"{path}: params.npz cannot be read ({err})") from None
     tir = {}

@@ -18,7 +18,7 @@ import numpy as np
 
 from passhost.errors import AttrError, PasshostError, UnknownNameError, close_matches
 from passhost.ir.expr import BaseExpr, GlobalVar
-from passhost.ir.types import DTYPES, FuncType, TensorType, TupleType, Type
+from passhost.ir.types import DTYPES, FuncType, TensorType, TupleType, Type, is_float_dtype
 from passhost.relay.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from passhost.relay.op.registry import Op, get_op
 from passhost.text.lexer import (
@@ -293,7 +293,7 @@ class GraphParser:
                     self.ts.error(f"expected true or false for a bool constant, found "
                                   f"{tok.describe()}", tok)
             return np.array([v for _, v in elements], dtype=bool)
-        if dtype.startswith("float"):
+        if is_float_dtype(dtype):
             for tok, v in elements:
                 if isinstance(v, bool):
                     self.ts.error(f"expected a number for a {dtype} constant, found "

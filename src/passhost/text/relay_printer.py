@@ -20,7 +20,7 @@ import numpy as np
 
 from passhost.errors import PasshostError
 from passhost.ir.expr import BaseExpr, GlobalVar
-from passhost.ir.types import FuncType, TensorType, TupleType, Type
+from passhost.ir.types import FuncType, TensorType, TupleType, Type, is_float_dtype
 from passhost.relay.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from passhost.relay.visitor import post_order
 from passhost.text.metadata import MetadataWriter
@@ -96,10 +96,12 @@ def format_map(attrs_map: Mapping[str, Any]) -> str:
 def _format_element(x: Any, dtype: str) -> str:
     if dtype == "bool":
         return "true" if x else "false"
-    if dtype.startswith("float"):
+    if is_float_dtype(dtype):
         if math.isnan(x):
             return "-nan" if np.signbit(x) else "nan"
-        return str(x)  # NumPy's shortest text that reads back to the same value
+        text = str(x)  # NumPy's shortest text that reads back to the same value
+        # ml_dtypes writes whole bfloat16 values without a point ("-0"): keep them floats.
+        return text if any(c in text for c in ".ein") else text + ".0"
     return str(int(x))
 
 
@@ -110,7 +112,7 @@ def format_constant_values(arr: np.ndarray) -> list[str] | None:
     out = []
     for x in flat:
         text = _format_element(x, dtype)
-        if dtype.startswith("float"):
+        if is_float_dtype(dtype):
             back = np.array(float(text), dtype=np.float64).astype(dtype)
             if back.tobytes() != x.tobytes():
                 text = repr(float(x))  # the exact double value of x

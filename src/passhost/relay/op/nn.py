@@ -31,7 +31,14 @@ from passhost.ir.attrs import (
     nested_ints_field,
     str_field,
 )
-from passhost.ir.types import FLOAT_DTYPES, INT_DTYPES, TensorType, TupleType, Type
+from passhost.ir.types import (
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    TensorType,
+    TupleType,
+    Type,
+    is_float_dtype,
+)
 from passhost.relay.op.common import identity_rel, normalize_axis
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
 
@@ -156,14 +163,14 @@ def matmul_in_dtype(out_dtype: str, a: np.ndarray, b: np.ndarray, depth: int,
     """Run the sum-of-products ``fn(a, b)`` (``depth`` terms per output) in an exact or
     accurate dtype and return the result as ``out_dtype`` (integers wrap like the target)."""
     out = np.dtype(out_dtype)
-    if out.kind == "f":
+    if is_float_dtype(out.name):
         wide = out == np.float64 or np.float64 in (a.dtype, b.dtype)
         acc = np.dtype(np.float64 if wide else np.float32)
         res = fn(a.astype(acc, copy=False), b.astype(acc, copy=False))
         return res.astype(out, copy=False)
-    if a.dtype.kind == "f":
+    if is_float_dtype(a.dtype.name):
         a = a.astype(np.int64)
-    if b.dtype.kind == "f":
+    if is_float_dtype(b.dtype.name):
         b = b.astype(np.int64)
     bound = depth * _max_abs(a) * _max_abs(b)
     if bound < 2**53:  # float64 sums of these products are exact (and use BLAS)

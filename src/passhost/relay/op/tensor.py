@@ -23,7 +23,14 @@ import numpy as np
 
 from passhost.errors import AttrError
 from passhost.ir.attrs import Attrs, attrs_class, dtype_field, float_field
-from passhost.ir.types import FLOAT_DTYPES, INT_DTYPES, TensorType, Type
+from passhost.ir.types import (
+    BFLOAT16_DTYPES,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    TensorType,
+    Type,
+    is_float_dtype,
+)
 from passhost.relay.op.common import broadcast_rel, broadcast_shape, compare_rel
 from passhost.relay.op.registry import ArgTypes, Op, OpPattern, TypeRelation, define_op
 
@@ -35,6 +42,8 @@ __all__ = [
 ]
 
 NUMERIC_DTYPES = FLOAT_DTYPES + INT_DTYPES
+#: The dtypes of the elementwise arithmetic: the numeric ones and bfloat16.
+ARITHMETIC_DTYPES = NUMERIC_DTYPES + BFLOAT16_DTYPES
 _SIGNED_INT_DTYPES = ("int8", "int16", "int32", "int64")
 
 
@@ -55,6 +64,13 @@ def numeric_broadcast_rel(args: ArgTypes, attrs_value: object) -> Type:
     return broadcast_rel(args, attrs_value)
 
 
+def arithmetic_broadcast_rel(args: ArgTypes, attrs_value: object) -> Type:
+    """Two tensors of one dtype among :data:`ARITHMETIC_DTYPES`, broadcast together."""
+    args.tensor(0, dtypes=ARITHMETIC_DTYPES)
+    args.tensor(1, dtypes=ARITHMETIC_DTYPES)
+    return broadcast_rel(args, attrs_value)
+
+
 def _subtract(_attrs: object, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray(np.subtract(a, b, dtype=a.dtype))
 
@@ -65,7 +81,7 @@ def _multiply(_attrs: object, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _divide(_attrs: object, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
-        if a.dtype.kind == "f":
+        if is_float_dtype(a.dtype.name):
             return np.asarray(np.true_divide(a, b, dtype=a.dtype))
         q = np.floor_divide(a, b)
         if a.dtype.kind == "i":
@@ -78,7 +94,7 @@ def _divide(_attrs: object, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _power(_attrs: object, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
-        if a.dtype.kind == "f":
+        if is_float_dtype(a.dtype.name):
             return np.asarray(np.power(a, b, dtype=a.dtype))
         out = np.power(a, np.maximum(b, 0).astype(b.dtype), dtype=a.dtype)
         if a.dtype.kind == "i":
@@ -100,18 +116,18 @@ def _minimum(_attrs: object, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 subtract = define_op(
-    "subtract", inputs=("lhs", "rhs"), type_rel=numeric_broadcast_rel, compute=_subtract,
+    "subtract", inputs=("lhs", "rhs"), type_rel=arithmetic_broadcast_rel, compute=_subtract,
     pattern=OpPattern.BROADCAST, description="Elementwise difference, NumPy broadcasting.")
 multiply = define_op(
     "multiply", inputs=("lhs", "rhs"), type_rel=broadcast_rel, compute=_multiply,
     pattern=OpPattern.BROADCAST, description="Elementwise product, NumPy broadcasting.")
 divide = define_op(
-    "divide", inputs=("lhs", "rhs"), type_rel=numeric_broadcast_rel, compute=_divide,
+    "divide", inputs=("lhs", "rhs"), type_rel=arithmetic_broadcast_rel, compute=_divide,
     pattern=OpPattern.BROADCAST,
     description="Elementwise quotient: true division for floats, truncating toward zero "
                 "for integers (C semantics; division by zero gives 0).")
 power = define_op(
-    "power", inputs=("lhs", "rhs"), type_rel=numeric_broadcast_rel, compute=_power,
+    "power", inputs=("lhs", "rhs"), type_rel=arithmetic_broadcast_rel, compute=_power,
     pattern=OpPattern.BROADCAST, description="Elementwise lhs ** rhs, NumPy broadcasting.")
 maximum = define_op(
     "maximum", inputs=("lhs", "rhs"), type_rel=broadcast_rel, compute=_maximum,

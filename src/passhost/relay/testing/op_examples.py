@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from passhost.ir.types import TensorType, Type
+from passhost.ir.types import TensorType, Type, is_float_dtype
 from passhost.relay.expr import Function
 
 Builder = Callable[[], Function]
@@ -49,7 +49,7 @@ def random_arrays(types: Sequence[Type], seed: int = 0) -> list[np.ndarray]:
     out = []
     for ty in types:
         assert isinstance(ty, TensorType), f"expected tensor types, found {ty}"
-        if ty.dtype.startswith("float"):
+        if is_float_dtype(ty.dtype):
             arr = rng.uniform(-2, 2, size=ty.shape).astype(ty.dtype)
         elif ty.dtype == "bool":
             arr = rng.integers(0, 2, size=ty.shape).astype(bool)
