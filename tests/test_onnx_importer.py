@@ -130,7 +130,9 @@ def test_a_bfloat16_model_compiles_saves_loads_and_runs_from_the_command_line(tm
     assert main(["run", str(tmp_path / "m.tar"), "--input", f"x={tmp_path / 'x.npy'}",
                  "-o", str(tmp_path / "out.npz")]) == 0
     got = np.load(tmp_path / "out.npz")["output0"].view(BF16)
-    want = reference(model, {"x": x})[0]
+    # Gemm computes in float32 and rounds once (ONNX's reference rounds the product and the
+    # sum apart; tests/test_onnx_bfloat16.py compares Gemm with it).
+    want = run_passhost(model, {"x": x})[0]
     np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
     assert main(["run", str(tmp_path / "m.tar")]) == 0  # random bfloat16 inputs
     capsys.readouterr()

@@ -18,15 +18,14 @@ import numpy as np
 from onnx import helper
 
 from passhost import relay
+from passhost.frontend.onnx_bfloat16 import computed_in_float32
 from passhost.frontend.onnx_context import NodeContext, Value
 from passhost.frontend.onnx_registry import Entry
+from passhost.ir.types import ANY_FLOAT_DTYPES
 from passhost.relay import nn
 from passhost.relay.expr import Expr, const
 
 __all__ = ["CONVERTERS"]
-
-_FLOAT_DTYPES = ("float16", "float32", "float64")
-
 
 def _input_dtype(ctx: NodeContext, index: int) -> str:
     if ctx.is_known(index):
@@ -36,9 +35,9 @@ def _input_dtype(ctx: NodeContext, index: int) -> str:
 
 def _float_input(ctx: NodeContext, index: int, name: str) -> str:
     dtype = _input_dtype(ctx, index)
-    if dtype not in _FLOAT_DTYPES:
-        raise ctx.error(f"expected {name} (input {index}) of type {', '.join(_FLOAT_DTYPES)}, "
-                        f"found {dtype}")
+    if dtype not in ANY_FLOAT_DTYPES:
+        raise ctx.error(f"expected {name} (input {index}) of type "
+                        f"{', '.join(ANY_FLOAT_DTYPES)}, found {dtype}")
     return dtype
 
 
@@ -278,9 +277,9 @@ def _softmax_dtype(ctx: NodeContext, dtype: str) -> str:
         found = np.dtype(helper.tensor_dtype_to_np_dtype(int(code))).name
     except (KeyError, TypeError, ValueError):
         found = str(code)
-    if found not in _FLOAT_DTYPES:
+    if found not in ANY_FLOAT_DTYPES:
         raise ctx.error(f"expected softmax_precision of a type among "
-                        f"{', '.join(_FLOAT_DTYPES)}, found {found}")
+                        f"{', '.join(ANY_FLOAT_DTYPES)}, found {found}")
     return found
 
 
@@ -294,6 +293,7 @@ def _softmax(x: Expr, dtype: str) -> Expr:
     return relay.divide(e, relay.sum(e, axis=(-1,), keepdims=True))
 
 
+@computed_in_float32
 def _attention(ctx: NodeContext) -> Sequence[Value]:
     """ONNX Attention becomes ``matmul`` -> softcap -> ``add`` of the attention bias ->
     ``nn.softmax`` -> ``matmul`` over (batch, heads, sequence, head size) tensors: 3-D or
@@ -341,6 +341,7 @@ def _attention(ctx: NodeContext) -> Sequence[Value]:
 
 
 # -- RotaryEmbedding --------------------------------------------------------------------------
+@computed_in_float32
 def _rotary_embedding(ctx: NodeContext) -> Value:
     """ONNX RotaryEmbedding becomes slices, products and ``concatenate`` over the rotated part
     of each head: 3-D (with num_heads) or 4-D input, halves or interleaved pairs,

@@ -48,6 +48,23 @@ class NodeContext:
                                  f"found type {a.type} (ref_attr_name {a.ref_attr_name!r})")
             self._attrs[a.name] = helper.get_attribute_value(a)
 
+    def mapped(self, expr: Callable[[Expr], Expr],
+               array: Callable[[np.ndarray], np.ndarray]) -> NodeContext:
+        """This node with every input expression passed through ``expr`` and every input
+        known while importing through ``array`` (each input mapped once)."""
+        exprs: dict[str, Expr] = {}
+
+        def expr_of(name: str) -> Expr:
+            if name not in exprs:
+                exprs[name] = expr(self._expr_of(name))
+            return exprs[name]
+
+        def known_of(name: str) -> np.ndarray | None:
+            value = self._known_of(name)
+            return None if value is None else array(value)
+
+        return NodeContext(self.node, self.opset, expr_of, known_of, self._decode_tensor)
+
     @property
     def where(self) -> str:
         """The node's description for messages: op type and name."""

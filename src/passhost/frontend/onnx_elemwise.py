@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from passhost import relay
+from passhost.frontend.onnx_bfloat16 import computed_in_float32
 from passhost.frontend.onnx_context import NodeContext, Value
 from passhost.frontend.onnx_ops import along_softmax_axis
 from passhost.frontend.onnx_registry import Converter, Entry
@@ -84,6 +85,7 @@ def _unary(op: Callable[[Expr], Expr]) -> Converter:
     return convert
 
 
+@computed_in_float32
 def _pow(ctx: NodeContext) -> Value:
     """Becomes ``power``, the exponent first cast to the base's dtype."""
     base, exponent = ctx.input(0), ctx.input(1)
@@ -181,6 +183,7 @@ def _reciprocal(ctx: NodeContext) -> Value:
     return relay.divide(_scalar(ctx, 1.0), ctx.input(0))
 
 
+@computed_in_float32
 def _softsign(ctx: NodeContext) -> Value:
     """Becomes ``x / (1 + abs(x))``."""
     x = ctx.input(0)
@@ -215,11 +218,13 @@ def _exp_linear(ctx: NodeContext, x: Expr, alpha: float) -> Expr:
     return relay.where(relay.greater(x, _scalar(ctx, 0)), x, below)
 
 
+@computed_in_float32
 def _elu(ctx: NodeContext) -> Value:
     """Becomes ``where(x > 0, x, alpha * (exp(x) - 1))``."""
     return _exp_linear(ctx, ctx.input(0), _float_attr(ctx, "alpha", 1.0))
 
 
+@computed_in_float32
 def _selu(ctx: NodeContext) -> Value:
     """Becomes ``gamma * where(x > 0, x, alpha * (exp(x) - 1))``."""
     alpha = _float_attr(ctx, "alpha", 1.67326319217681884765625)
@@ -227,6 +232,7 @@ def _selu(ctx: NodeContext) -> Value:
     return relay.multiply(_scalar(ctx, gamma), _exp_linear(ctx, ctx.input(0), alpha))
 
 
+@computed_in_float32
 def _celu(ctx: NodeContext) -> Value:
     """Becomes ``where(x > 0, x, alpha * (exp(x / alpha) - 1))``; alpha must not be 0."""
     alpha = _float_attr(ctx, "alpha", 1.0)
@@ -243,16 +249,19 @@ def _hard_sigmoid_of(ctx: NodeContext, alpha: float, beta: float) -> Expr:
     return relay.clip(scaled, a_min=0.0, a_max=1.0)
 
 
+@computed_in_float32
 def _hard_sigmoid(ctx: NodeContext) -> Value:
     """Becomes ``clip(alpha * x + beta, 0, 1)``."""
     return _hard_sigmoid_of(ctx, _float_attr(ctx, "alpha", 0.2), _float_attr(ctx, "beta", 0.5))
 
 
+@computed_in_float32
 def _hard_swish(ctx: NodeContext) -> Value:
     """Becomes ``x * clip(x / 6 + 1 / 2, 0, 1)``."""
     return relay.multiply(ctx.input(0), _hard_sigmoid_of(ctx, 1.0 / 6.0, 0.5))
 
 
+@computed_in_float32
 def _mish(ctx: NodeContext) -> Value:
     """Becomes ``x * tanh(nn.softplus(x))``."""
     x = ctx.input(0)
@@ -263,6 +272,7 @@ _SQRT_HALF = math.sqrt(0.5)
 _SQRT_TWO_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
+@computed_in_float32
 def _gelu(ctx: NodeContext) -> Value:
     """Becomes ``x / 2 * (1 + erf(x / sqrt(2)))`` or, with approximate="tanh",
     ``x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))``."""
@@ -304,6 +314,7 @@ def _shrink(ctx: NodeContext) -> Value:
     return out if work == dtype else relay.cast(out, dtype=dtype)
 
 
+@computed_in_float32
 def _swish(ctx: NodeContext) -> Value:
     """Becomes ``x * sigmoid(alpha * x)``."""
     x = ctx.input(0)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from passhost import relay
+from passhost.frontend.onnx_bfloat16 import computed_in_float32
 from passhost.frontend.onnx_context import NodeContext, Value
 from passhost.frontend.onnx_ops import axis_index
 from passhost.frontend.onnx_registry import Entry
@@ -18,7 +19,7 @@ from passhost.relay.expr import Expr, const
 
 __all__ = ["CONVERTERS"]
 
-_FLOAT_WIDTH = {"float16": 0, "float32": 1, "float64": 2}
+_FLOAT_WIDTH = {"float16": 0, "bfloat16": 0, "float32": 1, "float64": 2}
 #: The ONNX stash types (stage-one precisions) passhost computes in.
 _STASH_DTYPES = {1: "float32", 11: "float64"}
 
@@ -42,12 +43,17 @@ def _stash(ctx: NodeContext) -> str:
 
 def _work_dtype(ctx: NodeContext, *dtypes: str) -> str:
     """The dtype to normalise in: the widest of ``dtypes`` and a float64 stash type (the
-    kernels widen float16 to float32 themselves)."""
+    kernels widen float16 and bfloat16 to float32 themselves; the two together are
+    normalised in float32)."""
     for dtype in dtypes:
         if dtype not in _FLOAT_WIDTH:
-            raise ctx.error(f"expected float16, float32 or float64 tensors, found {dtype}")
-    widest = max(dtypes, key=_FLOAT_WIDTH.__getitem__)
-    return "float64" if _stash(ctx) == "float64" else widest
+            raise ctx.error(f"expected float16, bfloat16, float32 or float64 tensors, found "
+                            f"{dtype}")
+    if _stash(ctx) == "float64":
+        return "float64"
+    if {"float16", "bfloat16"} <= set(dtypes):
+        return "float32"
+    return max(dtypes, key=_FLOAT_WIDTH.__getitem__)
 
 
 def _channels(ctx: NodeContext) -> int:
@@ -230,6 +236,7 @@ def _lp_norm(ctx: NodeContext) -> Value:
     return nn.lp_normalize(ctx.input(0), axis=axis, p=p)
 
 
+@computed_in_float32
 def _mvn(ctx: NodeContext) -> Value:
     """ONNX MeanVarianceNormalization becomes ``(x - mean) / (sqrt(variance) + 1e-9)`` with
     ``mean`` and ``variance`` over ``axes`` (default 0, 2, 3)."""
@@ -286,6 +293,7 @@ def _nll_loss(ctx: NodeContext) -> Value:
     return _nll_loss_of(ctx, ctx.input(0))
 
 
+@computed_in_float32
 def _softmax_cross_entropy(ctx: NodeContext) -> list[Value]:
     """ONNX SoftmaxCrossEntropyLoss becomes ``nn.log_softmax`` over the classes (axis 1)
     followed by ``nn.nll_loss``; the optional second output is the log_softmax."""

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from passhost import relay
+from passhost.frontend.onnx_bfloat16 import computed_in_float32
 from passhost.frontend.onnx_context import NodeContext, Value
 from passhost.frontend.onnx_registry import Entry
 from passhost.relay import nn
@@ -41,6 +42,7 @@ def _only_first_output(ctx: NodeContext) -> None:
 
 
 # -- dense algebra -------------------------------------------------------------------------------
+@computed_in_float32
 def _gemm(ctx: NodeContext) -> Value:
     """Becomes ``nn.dense`` (B transposed unless ``transB``, A when ``transA``), scaled by
     ``alpha``, plus ``beta * C`` broadcast when C is given."""

@@ -12,8 +12,8 @@
 - MatMulInteger -> int32 ``matmul`` of the zero-point-shifted inputs; ConvInteger ->
   ``qnn.conv2d`` with int32 output.
 
-Scales and zero points may be known while importing or computed; scales are float32 or
-float16 (bfloat16 and the float8, int4 and float4 types are not passhost dtypes).
+Scales and zero points may be known while importing or computed; scales are float32,
+float16 or bfloat16 (the float8, int4 and float4 types are not passhost dtypes).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ __all__ = ["CONVERTERS"]
 #: The integer types of QLinearConv's and QLinearMatMul's tensors (ONNX allows no others).
 _QLINEAR_DTYPES = ("int8", "uint8")
 #: The types of scales passhost reads.
-_SCALE_DTYPES = ("float32", "float16")
+_SCALE_DTYPES = ("float32", "float16", "bfloat16")
 
 
 def _dtype_of(ctx: NodeContext, index: int) -> str:
@@ -63,7 +63,7 @@ def _value(ctx: NodeContext, index: int, dtype: str) -> Expr:
 
 
 def _scale(ctx: NodeContext, index: int, dtype: str = "float32") -> Expr:
-    """Scale input ``index`` (float32 or float16) as a ``dtype`` expression."""
+    """Scale input ``index`` (float32, float16 or bfloat16) as a ``dtype`` expression."""
     _check_dtype(ctx, f"the scale (input {index})", _dtype_of(ctx, index), _SCALE_DTYPES)
     return _value(ctx, index, dtype)
 
@@ -157,8 +157,7 @@ def _quantize_linear(ctx: NodeContext) -> Value:
     """ONNX QuantizeLinear becomes ``qnn.quantize`` with halves rounded to even, per tensor,
     per axis or per block; x / scale is computed in ``precision`` (default x's type). Not
     supported: the float8, int4, int2 and float4 output types."""
-    x_dtype = _check_dtype(ctx, "x (input 0)", _dtype_of(ctx, 0), ("float32", "float16",
-                                                                    "int32"))
+    x_dtype = _check_dtype(ctx, "x (input 0)", _dtype_of(ctx, 0), (*_SCALE_DTYPES, "int32"))
     out_dtype = _quantized_dtype(ctx)
     layout = _layout(ctx)
     code = ctx.attr("precision")

@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from passhost import relay
+from passhost.frontend.onnx_bfloat16 import computed_in_float32
 from passhost.frontend.onnx_context import NodeContext, Value
 from passhost.frontend.onnx_registry import Entry
 from passhost.relay import nn
@@ -334,6 +335,7 @@ def _bias_halves(layer: _Layer, d: int) -> tuple[Expr, Expr] | None:
 
 
 # -- RNN -------------------------------------------------------------------------------------
+@computed_in_float32
 def _rnn(ctx: NodeContext) -> Sequence[Value]:
     """ONNX RNN becomes the simple recurrence unrolled over the time steps (``nn.dense`` and
     the activation per step), any direction, activation and layout; ``sequence_lens`` may be
@@ -354,6 +356,7 @@ def _rnn(ctx: NodeContext) -> Sequence[Value]:
 
 
 # -- GRU -------------------------------------------------------------------------------------
+@computed_in_float32
 def _gru(ctx: NodeContext) -> Sequence[Value]:
     """ONNX GRU becomes the gated recurrence unrolled over the time steps (``nn.dense``,
     ``split``, the activations and the update arithmetic per step), any direction,
@@ -404,6 +407,7 @@ def _gru(ctx: NodeContext) -> Sequence[Value]:
 
 
 # -- LSTM ------------------------------------------------------------------------------------
+@computed_in_float32
 def _lstm(ctx: NodeContext) -> Sequence[Value]:
     """ONNX LSTM becomes the cell unrolled over the time steps (``nn.dense``, ``split``, the
     activations and the cell arithmetic per step), any direction, activation and layout,

@@ -20,9 +20,11 @@ from collections.abc import Callable
 import numpy as np
 
 from passhost import relay
+from passhost.frontend.onnx_bfloat16 import computed_in_float32
 from passhost.frontend.onnx_context import NodeContext, Value
 from passhost.frontend.onnx_ops import axis_index
 from passhost.frontend.onnx_registry import Entry
+from passhost.ir.types import is_float_dtype
 from passhost.relay.expr import Expr, const
 
 __all__ = ["CONVERTERS"]
@@ -57,11 +59,13 @@ def _min(ctx: NodeContext) -> Value:
     return _fold_inputs(ctx, relay.minimum)
 
 
+@computed_in_float32
 def _sum(ctx: NodeContext) -> Value:
     """Sum becomes a chain of ``add`` over its inputs (any number, broadcast together)."""
     return _fold_inputs(ctx, relay.add)
 
 
+@computed_in_float32
 def _mean(ctx: NodeContext) -> Value:
     """Mean becomes a chain of ``add`` over its inputs (any number, broadcast together)
     divided by their count."""
@@ -110,14 +114,14 @@ def _one(_dtype: np.dtype) -> object:
 
 def _lowest(dtype: np.dtype) -> object:
     """Minus infinity, or the smallest value of a dtype without it."""
-    if dtype.kind == "f":
+    if is_float_dtype(dtype.name):
         return -np.inf
     return False if dtype.kind == "b" else np.iinfo(dtype).min
 
 
 def _highest(dtype: np.dtype) -> object:
     """Plus infinity, or the largest value of a dtype without it."""
-    if dtype.kind == "f":
+    if is_float_dtype(dtype.name):
         return np.inf
     return True if dtype.kind == "b" else np.iinfo(dtype).max
 
@@ -205,28 +209,33 @@ def _reduce_prod(ctx: NodeContext) -> Value:
     return _reduce(ctx, _over(relay.prod), _one)
 
 
+@computed_in_float32
 def _reduce_l1(ctx: NodeContext) -> Value:
     """ReduceL1 becomes ``sum(abs(x))``; axes must be known while compiling."""
     return _reduce(ctx, _l1_of, _zero)
 
 
+@computed_in_float32
 def _reduce_l2(ctx: NodeContext) -> Value:
     """ReduceL2 becomes ``sqrt(sum(x * x))`` (integers: the square root in float64,
     truncated); axes must be known while compiling."""
     return _reduce(ctx, _l2_of, _zero)
 
 
+@computed_in_float32
 def _reduce_sum_square(ctx: NodeContext) -> Value:
     """ReduceSumSquare becomes ``sum(x * x)``; axes must be known while compiling."""
     return _reduce(ctx, _sum_square_of, _zero)
 
 
+@computed_in_float32
 def _reduce_log_sum(ctx: NodeContext) -> Value:
     """ReduceLogSum becomes ``log(sum(x))`` (integers: the logarithm in float64,
     truncated); axes must be known while compiling."""
     return _reduce(ctx, _log_sum_of, _lowest)
 
 
+@computed_in_float32
 def _reduce_log_sum_exp(ctx: NodeContext) -> Value:
     """ReduceLogSumExp becomes ``m + log(sum(exp(x - m)))`` with ``m`` the maximum, which
     does not overflow (integers: computed in float64, truncated); axes must be known while

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from passhost import relay
+from passhost.frontend.onnx_bfloat16 import computed_in_float32
 from passhost.frontend.onnx_context import NodeContext, Value
 from passhost.frontend.onnx_registry import Entry
 from passhost.relay import nn
@@ -294,6 +295,7 @@ def _root(x: Expr, p: float, dtype: str) -> Expr:
     return x if p == 1 else relay.power(x, const(1.0 / p, dtype))
 
 
+@computed_in_float32
 def _lp_pool(ctx: NodeContext) -> Value:
     """LpPool becomes ``sum(|x| ** p) ** (1 / p)`` over each window: the sums are a depthwise
     nn.conv2d (1-D: over a unit height axis) or nn.conv3d with a kernel of ones."""
@@ -336,6 +338,7 @@ def _global_max_pool(ctx: NodeContext) -> Value:
     return relay.max(ctx.input(0), axis=_spatial_axes(ctx), keepdims=True)
 
 
+@computed_in_float32
 def _global_lp_pool(ctx: NodeContext) -> Value:
     """GlobalLpPool becomes ``sum(|x| ** p) ** (1 / p)`` over the spatial axes (kept as 1)."""
     axes, p, dtype = _spatial_axes(ctx), _lp_exponent(ctx), _dtype(ctx)
@@ -391,6 +394,7 @@ def _deform_conv(ctx: NodeContext) -> Value:
 
 
 # -- CausalConvWithState --------------------------------------------------------------------
+@computed_in_float32
 def _causal_conv_with_state(ctx: NodeContext) -> Sequence[Value]:
     """CausalConvWithState becomes a concatenation of the past state (zeros without one) and
     the input, a depthwise nn.conv2d over a unit height axis, nn.bias_add with a bias and

@@ -14,9 +14,11 @@ DTYPES = ("float16", "float32", "float64", "int8", "uint8", "int16", "uint16", "
 #: The IEEE floating-point dtypes: every operator on floating-point values takes them.
 FLOAT_DTYPES = ("float16", "float32", "float64")
 #: bfloat16 (float32's range with 8 significant bits; NumPy computes with it through the
-#: ml_dtypes package, rounding each result): only the operators whose kernels handle it take
-#: it (cast, the elementwise arithmetic, data movement, conv2d and dense).
+#: ml_dtypes package): the operators whose kernels handle it take it, computing in float32 and
+#: rounding each result to bfloat16 once.
 BFLOAT16_DTYPES = ("bfloat16",)
+#: Every floating-point dtype: the IEEE ones and bfloat16.
+ANY_FLOAT_DTYPES = FLOAT_DTYPES + BFLOAT16_DTYPES
 INT_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from passhost.ir.attrs import Attrs, attrs_class, int_field
-from passhost.ir.types import FLOAT_DTYPES, Type
+from passhost.ir.types import ANY_FLOAT_DTYPES, Type
+from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.common import normalize_axis
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
 from passhost.relay.op.tensor import float_rel
@@ -22,8 +23,9 @@ __all__ = ["softplus", "hardmax"]
 def _softplus(_attrs: object, x: np.ndarray) -> np.ndarray:
     # log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)): exp never overflows, and for very
     # negative x the result is exp(x) rather than 0.
+    wide = x.astype(acc_float(x.dtype), copy=False)
     with np.errstate(all="ignore"):
-        return (np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))).astype(x.dtype, copy=False)
+        return np.asarray(np.maximum(wide, 0) + np.log1p(np.exp(-np.abs(wide)))).astype(x.dtype)
 
 
 softplus = define_op(
@@ -40,7 +42,7 @@ class HardmaxAttrs(Attrs):
 
 
 def _hardmax_rel(args: ArgTypes, attrs_value: HardmaxAttrs) -> Type:
-    data = args.tensor(0, dtypes=FLOAT_DTYPES)
+    data = args.tensor(0, dtypes=ANY_FLOAT_DTYPES)
     normalize_axis(args, "axis", attrs_value.axis, data.ndim)
     return data
 
@@ -48,7 +50,8 @@ def _hardmax_rel(args: ArgTypes, attrs_value: HardmaxAttrs) -> Type:
 def _hardmax(attrs_value: HardmaxAttrs, data: np.ndarray) -> np.ndarray:
     out = np.zeros_like(data)
     if data.size:
-        first = np.expand_dims(np.argmax(data, axis=attrs_value.axis), attrs_value.axis)
+        wide = data.astype(acc_float(data.dtype), copy=False)  # bfloat16 compares as float32
+        first = np.expand_dims(np.argmax(wide, axis=attrs_value.axis), attrs_value.axis)
         np.put_along_axis(out, first, 1, axis=attrs_value.axis)
     return out
 

@@ -37,7 +37,8 @@ from passhost.ir.attrs import (
     ints_field,
     str_field,
 )
-from passhost.ir.types import FLOAT_DTYPES, INT_DTYPES, TensorType, Type
+from passhost.ir.types import ANY_FLOAT_DTYPES, INT_DTYPES, TensorType, Type, is_float_dtype
+from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.registry import ArgTypes, OpPattern, define_op
 
 __all__ = ["ResizeAttrs", "resize"]
@@ -88,7 +89,7 @@ class ResizeAttrs(Attrs):
 
 def _resize_rel(args: ArgTypes, attrs_value: ResizeAttrs) -> Type:
     nearest = attrs_value.method == "nearest"
-    dtypes = (*FLOAT_DTYPES, *INT_DTYPES) + (("bool",) if nearest else ())
+    dtypes = (*ANY_FLOAT_DTYPES, *INT_DTYPES) + (("bool",) if nearest else ())
     data = args.tensor(0, dtypes=dtypes)
     size, scales, roi = attrs_value.size, attrs_value.scales, attrs_value.roi
     if len(size) != data.ndim or min(size, default=0) < 0:
@@ -207,9 +208,8 @@ def _resize(attrs_value: ResizeAttrs, data: np.ndarray) -> np.ndarray:
     roi = attrs_value.roi or (0.0,) * nd + (1.0,) * nd
     mode = attrs_value.coordinate_transformation_mode
     interpolate = attrs_value.method != "nearest"
-    work = np.dtype(data.dtype if data.dtype.kind == "f" or not interpolate else np.float64)
-    if work == np.float16:
-        work = np.dtype(np.float32)
+    floating = is_float_dtype(data.dtype.name)
+    work = acc_float(data.dtype) if floating or not interpolate else np.dtype(np.float64)
     x = data.astype(work, copy=False)
     for axis, (n, m, scale) in enumerate(zip(data.shape, size, scales)):
         start, end = roi[axis], roi[axis + nd]

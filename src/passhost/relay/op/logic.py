@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from passhost.ir.types import FLOAT_DTYPES, INT_DTYPES, TensorType, Type
+from passhost.ir.types import ANY_FLOAT_DTYPES, INT_DTYPES, TensorType, Type
 from passhost.relay.op.common import broadcast_rel
 from passhost.relay.op.registry import ArgTypes, Op, OpPattern, TypeRelation, define_op
 
@@ -66,7 +66,7 @@ def _int_rel(args: ArgTypes, _attrs: object) -> Type:
 
 
 def _float_class_rel(args: ArgTypes, _attrs: object) -> Type:
-    return TensorType(args.tensor(0, dtypes=FLOAT_DTYPES).shape, "bool")
+    return TensorType(args.tensor(0, dtypes=ANY_FLOAT_DTYPES).shape, "bool")
 
 
 # -- logic on bool tensors ----------------------------------------------------------------------

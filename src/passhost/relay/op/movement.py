@@ -26,7 +26,8 @@ import numpy as np
 
 from passhost.errors import AttrError, PasshostError
 from passhost.ir.attrs import Attrs, attrs_class, bool_field, int_field, ints_field, str_field
-from passhost.ir.types import FLOAT_DTYPES, INT_DTYPES, TensorType, Type
+from passhost.ir.types import ANY_FLOAT_DTYPES, INT_DTYPES, TensorType, Type
+from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.common import normalize_axis
 from passhost.relay.op.registry import ArgTypes, OpPattern, define_op
 
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 _INDEX_DTYPES = ("int32", "int64")
-_NUMERIC = FLOAT_DTYPES + INT_DTYPES
+_NUMERIC = ANY_FLOAT_DTYPES + INT_DTYPES
 _REDUCTIONS = ("none", "add", "mul", "max", "min")
 
 
@@ -147,8 +148,8 @@ def _cumulative_rel(args: ArgTypes, attrs_value: CumulativeAttrs) -> Type:
 def _cumulative(ufunc: np.ufunc, identity: int) -> Any:
     def compute(attrs_value: CumulativeAttrs, x: np.ndarray) -> np.ndarray:
         axis = attrs_value.axis % x.ndim
-        acc = np.float32 if x.dtype == np.float16 else x.dtype
-        y = np.flip(x, axis) if attrs_value.reverse else x
+        acc = acc_float(x.dtype)
+        y = (np.flip(x, axis) if attrs_value.reverse else x).astype(acc, copy=False)
         with np.errstate(all="ignore"):
             out = ufunc.accumulate(y, axis=axis, dtype=acc)
         if attrs_value.exclusive:

@@ -12,7 +12,6 @@ Padding of 2-D windows takes 1, 2 or 4 values and is stored as four:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -32,13 +31,15 @@ from passhost.ir.attrs import (
     str_field,
 )
 from passhost.ir.types import (
-    FLOAT_DTYPES,
+    ANY_FLOAT_DTYPES,
     INT_DTYPES,
     TensorType,
     TupleType,
     Type,
     is_float_dtype,
 )
+from passhost.relay.op.accumulate import acc_float as _acc_float
+from passhost.relay.op.accumulate import matmul_in_dtype
 from passhost.relay.op.common import identity_rel, normalize_axis
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
 
@@ -56,7 +57,7 @@ __all__ = [
 
 DATA_LAYOUTS = ("NCHW", "NHWC")
 KERNEL_LAYOUTS = ("OIHW", "HWIO", "OHWI", "HWOI")
-NUMERIC_DTYPES = FLOAT_DTYPES + INT_DTYPES
+NUMERIC_DTYPES = ANY_FLOAT_DTYPES + INT_DTYPES
 
 
 # -- attribute fields -----------------------------------------------------------------------
@@ -155,40 +156,6 @@ def _window_out(size: int, k: int, stride: int, dil: int, lo: int, hi: int,
     if (out - 1) * stride >= size + lo:  # the last window would start in the right padding
         out -= 1
     return out
-
-
-# -- accumulation dtypes ----------------------------------------------------------------------
-def matmul_in_dtype(out_dtype: str, a: np.ndarray, b: np.ndarray, depth: int,
-                    fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
-    """Run the sum-of-products ``fn(a, b)`` (``depth`` terms per output) in an exact or
-    accurate dtype and return the result as ``out_dtype`` (integers wrap like the target)."""
-    out = np.dtype(out_dtype)
-    if is_float_dtype(out.name):
-        wide = out == np.float64 or np.float64 in (a.dtype, b.dtype)
-        acc = np.dtype(np.float64 if wide else np.float32)
-        res = fn(a.astype(acc, copy=False), b.astype(acc, copy=False))
-        return res.astype(out, copy=False)
-    if is_float_dtype(a.dtype.name):
-        a = a.astype(np.int64)
-    if is_float_dtype(b.dtype.name):
-        b = b.astype(np.int64)
-    bound = depth * _max_abs(a) * _max_abs(b)
-    if bound < 2**53:  # float64 sums of these products are exact (and use BLAS)
-        res = fn(a.astype(np.float64), b.astype(np.float64))
-        return res.astype(np.int64).astype(out, copy=False)
-    res = fn(a.astype(np.int64, copy=False), b.astype(np.int64, copy=False))
-    return res.astype(out, copy=False)
-
-
-def _max_abs(x: np.ndarray) -> int:
-    if x.size == 0:
-        return 0
-    return max(abs(int(x.min())), abs(int(x.max())))
-
-
-def _acc_float(dtype: np.dtype) -> np.dtype:
-    """Dtype to compute float reductions in: float16 is widened to float32."""
-    return np.dtype(np.float32) if dtype == np.float16 else dtype
 
 
 def _check_out_dtype(args: ArgTypes, out_dtype: str, a: int, b: int) -> str:
@@ -459,7 +426,7 @@ class BatchNormAttrs(Attrs):
 
 
 def _batch_norm_rel(args: ArgTypes, attrs: BatchNormAttrs) -> Type:
-    data = args.tensor(0, dtypes=FLOAT_DTYPES)
+    data = args.tensor(0, dtypes=ANY_FLOAT_DTYPES)
     axis = normalize_axis(args, "axis", attrs.axis, data.ndim)
     for i in range(1, 5):
         _channel_vector(args, i, data.shape[axis], data.dtype, axis)
@@ -499,7 +466,7 @@ class LayerNormAttrs(Attrs):
 
 
 def _layer_norm_rel(args: ArgTypes, attrs: LayerNormAttrs) -> Type:
-    data = args.tensor(0, dtypes=FLOAT_DTYPES)
+    data = args.tensor(0, dtypes=ANY_FLOAT_DTYPES)
     axis = normalize_axis(args, "axis", attrs.axis, data.ndim)
     for i in (1, 2):
         _channel_vector(args, i, data.shape[axis], data.dtype, axis)
@@ -537,7 +504,7 @@ class SoftmaxAttrs(Attrs):
 
 
 def _softmax_rel(args: ArgTypes, attrs: SoftmaxAttrs) -> Type:
-    data = args.tensor(0, dtypes=FLOAT_DTYPES)
+    data = args.tensor(0, dtypes=ANY_FLOAT_DTYPES)
     normalize_axis(args, "axis", attrs.axis, data.ndim)
     return data
 
@@ -579,12 +546,14 @@ class LeakyReluAttrs(Attrs):
 
 
 def _float_rel(args: ArgTypes, _attrs: object) -> Type:
-    return args.tensor(0, dtypes=FLOAT_DTYPES)
+    return args.tensor(0, dtypes=ANY_FLOAT_DTYPES)
 
 
 def _leaky_relu(attrs: LeakyReluAttrs, x: np.ndarray) -> np.ndarray:
-    alpha = np.asarray(attrs.alpha, dtype=x.dtype)
-    return np.where(x > 0, x, x * alpha).astype(x.dtype, copy=False)
+    acc = _acc_float(x.dtype)
+    alpha = np.asarray(attrs.alpha, dtype=acc)
+    wide = x.astype(acc, copy=False)
+    return np.where(wide > 0, wide, wide * alpha).astype(x.dtype, copy=False)
 
 
 leaky_relu = define_op(
@@ -658,7 +627,7 @@ def _pool_windows(attrs: Pool2DAttrs, x: np.ndarray, fill: Any, dtype: Any,
 
 def _max_pool2d(attrs: MaxPool2DAttrs, data: np.ndarray) -> np.ndarray:
     x = _to_nchw(data, attrs.layout)
-    lowest = -np.inf if data.dtype.kind == "f" else np.iinfo(data.dtype).min
+    lowest = -np.inf if is_float_dtype(data.dtype.name) else np.iinfo(data.dtype).min
     win, _, _ = _pool_windows(attrs, x, lowest, data.dtype)
     return _from_nchw(win.max(axis=(4, 5)), attrs.out_layout or attrs.layout)
 
@@ -672,14 +641,14 @@ def _tap_counts(out: int, k: int, stride: int, dil: int, lo: int, hi: int) -> np
 def _mean_of_sums(sums: np.ndarray, counts: np.ndarray | int, dtype: np.dtype) -> np.ndarray:
     """Sums divided by counts: plain for floats, rounded half away from zero for ints."""
     counts = np.maximum(counts, 1)
-    if dtype.kind == "f":
+    if is_float_dtype(dtype.name):
         return (sums / counts).astype(dtype, copy=False)
     q = (np.abs(sums) + counts // 2) // counts
     return np.where(sums < 0, -q, q).astype(dtype)
 
 
 def _sum_dtype(dtype: np.dtype) -> np.dtype:
-    return _acc_float(dtype) if dtype.kind == "f" else np.dtype(np.int64)
+    return _acc_float(dtype) if is_float_dtype(dtype.name) else np.dtype(np.int64)
 
 
 def _avg_pool2d(attrs: AvgPool2DAttrs, data: np.ndarray) -> np.ndarray:

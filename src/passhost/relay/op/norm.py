@@ -1,8 +1,8 @@
 """Normalisations of the ``nn`` namespace beyond batch and layer norm: instance, group, RMS,
 Lp normalisation, local response normalisation, and the negative log-likelihood loss.
 
-Every kernel computes in float32 at least (float16 data is widened, float64 stays) and
-returns the data's dtype. Statistics are taken per instance: the mean and the biased
+Every kernel computes in float32 at least (float16 and bfloat16 data are widened, float64
+stays) and returns the data's dtype. Statistics are taken per instance: the mean and the biased
 variance ``mean((x - mean)**2)`` over the normalised axes.
 """
 
@@ -22,7 +22,7 @@ from passhost.ir.attrs import (
     int_field,
     str_field,
 )
-from passhost.ir.types import FLOAT_DTYPES, TensorType, Type
+from passhost.ir.types import ANY_FLOAT_DTYPES, TensorType, Type
 from passhost.relay.op.common import normalize_axis
 from passhost.relay.op.nn import _acc_float, _along, _channel_vector
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
@@ -65,7 +65,7 @@ class InstanceNormAttrs(Attrs):
 
 def _channel_axis(args: ArgTypes, axis: int) -> tuple[TensorType, int]:
     """The data (float, rank >= 3: batch, channels, spatial axes) and its channel axis."""
-    data = args.tensor(0, dtypes=FLOAT_DTYPES)
+    data = args.tensor(0, dtypes=ANY_FLOAT_DTYPES)
     if data.ndim < 3:
         args.fail(0, "a tensor of rank >= 3 (batch, channels and spatial axes)", data)
     ch = normalize_axis(args, "axis", axis, data.ndim)
@@ -151,7 +151,7 @@ class RMSNormAttrs(Attrs):
 
 
 def _rms_norm_rel(args: ArgTypes, attrs_value: RMSNormAttrs) -> Type:
-    data = args.tensor(0, dtypes=FLOAT_DTYPES)
+    data = args.tensor(0, dtypes=ANY_FLOAT_DTYPES)
     if data.ndim < 1:
         args.fail(0, "a tensor of rank >= 1", data)
     axis = normalize_axis(args, "axis", attrs_value.axis, data.ndim)
@@ -190,7 +190,7 @@ class LpNormalizeAttrs(Attrs):
 
 
 def _axis_rel(args: ArgTypes, attrs_value: Any) -> Type:
-    data = args.tensor(0, dtypes=FLOAT_DTYPES)
+    data = args.tensor(0, dtypes=ANY_FLOAT_DTYPES)
     if data.ndim < 1:
         args.fail(0, "a tensor of rank >= 1", data)
     normalize_axis(args, "axis", attrs_value.axis, data.ndim)
@@ -259,7 +259,7 @@ class NLLLossAttrs(Attrs):
 
 
 def _nll_loss_rel(args: ArgTypes, attrs_value: NLLLossAttrs) -> Type:
-    pred = args.tensor(0, dtypes=FLOAT_DTYPES)
+    pred = args.tensor(0, dtypes=ANY_FLOAT_DTYPES)
     if pred.ndim < 2:
         args.fail(0, "a tensor of rank >= 2 (batch, classes, ...)", pred)
     targets = args.tensor(1, dtypes=("int32", "int64"))

@@ -19,7 +19,7 @@ import numpy as np
 
 from passhost.errors import IRTypeError
 from passhost.ir.attrs import Attrs, attrs_class, float_field, int_field, str_field
-from passhost.ir.types import FLOAT_DTYPES, TensorType, Type
+from passhost.ir.types import ANY_FLOAT_DTYPES, TensorType, Type
 from passhost.relay.op import fixed_point as fp
 from passhost.relay.op.common import broadcast_shape, normalize_axis
 from passhost.relay.op.nn import (
@@ -129,7 +129,7 @@ class QuantizeAttrs(Attrs):
 
 
 def _quantize_rel(args: ArgTypes, attrs: QuantizeAttrs) -> Type:
-    data = args.tensor(0, dtypes=FLOAT_DTYPES)
+    data = args.tensor(0, dtypes=ANY_FLOAT_DTYPES)
     channels, where = _channel_axis(args, attrs.axis, data)
     _scale(args, 1, channels, where)
     _zero_point(args, 2, channels, where)

@@ -5,9 +5,10 @@ axis (whatever ``exclude`` says), and ``exclude=True`` reduces every axis *not* 
 ``keepdims`` keeps reduced axes with length 1.
 
 Reference kernels: ``sum`` and ``prod`` keep the input dtype (integers wrap around) and
-accumulate float16 in float32 (an empty reduction gives 0 and 1); ``mean`` of integers sums
-in int64 and divides truncating toward zero (TVM's integer division), giving the input
-dtype. ``mean``, ``max`` and ``min`` reject a reduction over zero elements.
+accumulate float16 and bfloat16 in float32, rounding the result once (an empty reduction
+gives 0 and 1); ``mean`` of integers sums in int64 and divides truncating toward zero (TVM's
+integer division), giving the input dtype. ``mean``, ``max`` and ``min`` reject a reduction
+over zero elements.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from collections.abc import Callable
 import numpy as np
 
 from passhost.ir.attrs import Attrs, attrs_class, bool_field, ints_field
-from passhost.ir.types import FLOAT_DTYPES, INT_DTYPES, TensorType, Type
+from passhost.ir.types import ANY_FLOAT_DTYPES, INT_DTYPES, TensorType, Type, is_float_dtype
+from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.common import normalize_axis
 from passhost.relay.op.registry import ArgTypes, Op, OpPattern, TypeRelation, define_op
 
@@ -65,13 +67,15 @@ _Kernel = Callable[[ReduceAttrs, np.ndarray], np.ndarray]
 
 
 def _accumulating(reduce: Callable[..., np.ndarray]) -> _Kernel:
-    """A kernel applying NumPy's ``reduce`` in the input dtype (float16 in float32)."""
+    """A kernel applying NumPy's ``reduce`` in the input dtype (float16 and bfloat16 in
+    float32)."""
 
     def compute(attrs_value: ReduceAttrs, x: np.ndarray) -> np.ndarray:
         axes = _kernel_axes(attrs_value, x.ndim)
-        acc = "float32" if x.dtype.name == "float16" else x.dtype
+        acc = acc_float(x.dtype)
         with np.errstate(all="ignore"):
-            out = reduce(x, axis=axes, dtype=acc, keepdims=attrs_value.keepdims)
+            out = reduce(x.astype(acc, copy=False), axis=axes, dtype=acc,
+                         keepdims=attrs_value.keepdims)
         return np.asarray(out).astype(x.dtype)
 
     return compute
@@ -83,9 +87,10 @@ def _mean(attrs_value: ReduceAttrs, x: np.ndarray) -> np.ndarray:
     for a in axes:
         count *= x.shape[a]
     keep = attrs_value.keepdims
-    if x.dtype.kind == "f":
-        acc = "float32" if x.dtype.name == "float16" else x.dtype
-        out = np.sum(x, axis=axes, dtype=acc, keepdims=keep) / np.asarray(count, dtype=acc)
+    if is_float_dtype(x.dtype.name):
+        acc = acc_float(x.dtype)
+        out = np.sum(x.astype(acc, copy=False), axis=axes, dtype=acc,
+                     keepdims=keep) / np.asarray(count, dtype=acc)
         return np.asarray(out).astype(x.dtype)
     total = np.asarray(np.sum(x, axis=axes, dtype=np.int64, keepdims=keep))
     # Truncating division: the quotient of the magnitudes, with the sign of the total.
@@ -93,14 +98,16 @@ def _mean(attrs_value: ReduceAttrs, x: np.ndarray) -> np.ndarray:
     return np.asarray(quotient).astype(x.dtype)
 
 
-def _max(attrs_value: ReduceAttrs, x: np.ndarray) -> np.ndarray:
-    axes = _kernel_axes(attrs_value, x.ndim)
-    return np.asarray(np.max(x, axis=axes, keepdims=attrs_value.keepdims), dtype=x.dtype)
+def _extreme(reduce: Callable[..., np.ndarray]) -> _Kernel:
+    """A kernel picking the maximum or minimum (NaN propagates; bfloat16 in float32)."""
 
+    def compute(attrs_value: ReduceAttrs, x: np.ndarray) -> np.ndarray:
+        axes = _kernel_axes(attrs_value, x.ndim)
+        out = reduce(x.astype(acc_float(x.dtype), copy=False), axis=axes,
+                     keepdims=attrs_value.keepdims)
+        return np.asarray(out).astype(x.dtype)
 
-def _min(attrs_value: ReduceAttrs, x: np.ndarray) -> np.ndarray:
-    axes = _kernel_axes(attrs_value, x.ndim)
-    return np.asarray(np.min(x, axis=axes, keepdims=attrs_value.keepdims), dtype=x.dtype)
+    return compute
 
 
 def _kernel_axes(attrs_value: ReduceAttrs, ndim: int) -> tuple[int, ...]:
@@ -112,7 +119,7 @@ def _kernel_axes(attrs_value: ReduceAttrs, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(axes))
 
 
-_NUMERIC = FLOAT_DTYPES + INT_DTYPES
+_NUMERIC = ANY_FLOAT_DTYPES + INT_DTYPES
 
 
 def _reduce_op(name: str, compute: _Kernel, dtypes: tuple[str, ...], nonempty: bool,
@@ -126,7 +133,7 @@ sum = _reduce_op("sum", _accumulating(np.sum), _NUMERIC, False,
                  "Sum over axes (the input dtype; integers wrap around).")
 mean = _reduce_op("mean", _mean, _NUMERIC, True,
                   "Arithmetic mean over axes (integers: truncated toward zero).")
-max = _reduce_op("max", _max, (*_NUMERIC, "bool"), True, "Maximum over axes.")
-min = _reduce_op("min", _min, (*_NUMERIC, "bool"), True, "Minimum over axes.")
+max = _reduce_op("max", _extreme(np.max), (*_NUMERIC, "bool"), True, "Maximum over axes.")
+min = _reduce_op("min", _extreme(np.min), (*_NUMERIC, "bool"), True, "Minimum over axes.")
 prod = _reduce_op("prod", _accumulating(np.prod), _NUMERIC, False,
                   "Product over axes (the input dtype; integers wrap around).")

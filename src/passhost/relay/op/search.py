@@ -17,13 +17,14 @@ from collections.abc import Callable
 import numpy as np
 
 from passhost.ir.attrs import Attrs, attrs_class, bool_field, int_field
-from passhost.ir.types import FLOAT_DTYPES, INT_DTYPES, TensorType, TupleType, Type
+from passhost.ir.types import ANY_FLOAT_DTYPES, INT_DTYPES, TensorType, TupleType, Type
+from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.common import normalize_axis
 from passhost.relay.op.registry import ArgTypes, Op, OpPattern, define_op
 
 __all__ = ["argmax", "argmin", "topk"]
 
-_NUMERIC = FLOAT_DTYPES + INT_DTYPES
+_NUMERIC = ANY_FLOAT_DTYPES + INT_DTYPES
 
 
 # -- argmax, argmin ----------------------------------------------------------------------------
@@ -52,6 +53,7 @@ def _arg_reduce_rel(args: ArgTypes, attrs_value: ArgReduceAttrs) -> Type:
 def _arg_reduce_op(name: str, find: Callable[..., np.ndarray], which: str) -> Op:
     def compute(attrs_value: ArgReduceAttrs, x: np.ndarray) -> np.ndarray:
         axis = attrs_value.axis % x.ndim
+        x = x.astype(acc_float(x.dtype), copy=False)  # bfloat16 compares as float32
         if attrs_value.select_last_index:
             index = x.shape[axis] - 1 - find(np.flip(x, axis), axis=axis)
         else:
@@ -93,12 +95,14 @@ def _topk_rel(args: ArgTypes, attrs_value: TopKAttrs) -> Type:
 def _topk(attrs_value: TopKAttrs, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     axis = attrs_value.axis % x.ndim
     n = x.shape[axis]
+    keys = x.astype(acc_float(x.dtype), copy=False)  # bfloat16 sorts as float32
     if attrs_value.largest:
         # A stable ascending sort of the reversed axis, read backwards: descending values,
         # and equal values in ascending order of their original index.
-        order = n - 1 - np.flip(np.argsort(np.flip(x, axis), axis=axis, kind="stable"), axis)
+        order = n - 1 - np.flip(np.argsort(np.flip(keys, axis), axis=axis, kind="stable"),
+                                axis)
     else:
-        order = np.argsort(x, axis=axis, kind="stable")
+        order = np.argsort(keys, axis=axis, kind="stable")
     indices = np.take(order, np.arange(attrs_value.k), axis=axis).astype(np.int64)
     values = np.take_along_axis(x, indices, axis=axis)
     return np.asarray(values, dtype=x.dtype), indices

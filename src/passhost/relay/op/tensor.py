@@ -12,6 +12,8 @@ Semantics follow TVM's Relay operators of the same names. Notes on the reference
   wrap around; NaN, infinities and out-of-range floats give unspecified integers.
 * Floating-point exceptions (log of a negative number, division by zero, ...) give NaN or
   infinities silently, as IEEE 754 arithmetic does.
+* bfloat16 (and float16) unary math and ``matmul`` compute in float32 and round the result
+  once, as ONNX's reference does.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 from passhost.errors import AttrError
 from passhost.ir.attrs import Attrs, attrs_class, dtype_field, float_field
 from passhost.ir.types import (
+    ANY_FLOAT_DTYPES,
     BFLOAT16_DTYPES,
     FLOAT_DTYPES,
     INT_DTYPES,
@@ -31,6 +34,7 @@ from passhost.ir.types import (
     Type,
     is_float_dtype,
 )
+from passhost.relay.op.accumulate import acc_float, matmul_in_dtype
 from passhost.relay.op.common import broadcast_rel, broadcast_shape, compare_rel
 from passhost.relay.op.registry import ArgTypes, Op, OpPattern, TypeRelation, define_op
 
@@ -55,13 +59,6 @@ def _add(_attrs: object, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 add = define_op(
     "add", inputs=("lhs", "rhs"), type_rel=broadcast_rel, compute=_add,
     pattern=OpPattern.BROADCAST, description="Elementwise sum, NumPy broadcasting.")
-
-
-def numeric_broadcast_rel(args: ArgTypes, attrs_value: object) -> Type:
-    """Two numeric (not bool) tensors of one dtype, broadcast together."""
-    args.tensor(0, dtypes=NUMERIC_DTYPES)
-    args.tensor(1, dtypes=NUMERIC_DTYPES)
-    return broadcast_rel(args, attrs_value)
 
 
 def arithmetic_broadcast_rel(args: ArgTypes, attrs_value: object) -> Type:
@@ -157,22 +154,23 @@ greater_equal = _compare_op("greater_equal", np.greater_equal, ">=")
 
 # -- unary elementwise operators ----------------------------------------------------------------
 def float_rel(args: ArgTypes, _attrs: object) -> Type:
-    """One floating-point tensor; the result has its type."""
-    return args.tensor(0, dtypes=FLOAT_DTYPES)
+    """One floating-point tensor (bfloat16 included); the result has its type."""
+    return args.tensor(0, dtypes=ANY_FLOAT_DTYPES)
 
 
 def numeric_rel(args: ArgTypes, _attrs: object) -> Type:
-    """One numeric (not bool) tensor; the result has its type."""
-    return args.tensor(0, dtypes=NUMERIC_DTYPES)
+    """One numeric (not bool) tensor, bfloat16 included; the result has its type."""
+    return args.tensor(0, dtypes=ARITHMETIC_DTYPES)
 
 
 def unary_op(name: str, kernel: Callable[[np.ndarray], np.ndarray], type_rel: TypeRelation,
              description: str) -> Op:
     """Declare elementwise operator ``name`` whose kernel maps an array to one of its dtype
-    (floating-point exceptions silenced)."""
+    (floating-point exceptions silenced; float16 and bfloat16 are computed in float32 and
+    rounded once)."""
     def compute(_attrs: object, x: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
-            return np.asarray(kernel(x), dtype=x.dtype)
+            return np.asarray(kernel(x.astype(acc_float(x.dtype), copy=False))).astype(x.dtype)
 
     return define_op(name, inputs=("data",), type_rel=type_rel, compute=compute,
                      pattern=OpPattern.ELEMWISE, description=description)
@@ -254,10 +252,12 @@ class ClipAttrs(Attrs):
 
 def _clip(attrs_value: ClipAttrs, x: np.ndarray) -> np.ndarray:
     lo, hi = attrs_value.a_min, attrs_value.a_max
-    if x.dtype.kind == "f":
+    if is_float_dtype(x.dtype.name):
         with np.errstate(all="ignore"):
             lo_a, hi_a = np.asarray(lo, dtype=x.dtype), np.asarray(hi, dtype=x.dtype)
-        return np.asarray(np.clip(x, lo_a, hi_a), dtype=x.dtype)
+        acc = acc_float(x.dtype)
+        return np.asarray(np.clip(x.astype(acc), lo_a.astype(acc), hi_a.astype(acc))).astype(
+            x.dtype)
     # Integers: the integers within [a_min, a_max], limited to the dtype's range.
     info = np.iinfo(x.dtype)
     ilo = int(info.min) if math.isinf(lo) else max(math.ceil(lo), int(info.min))
@@ -334,8 +334,8 @@ class MatmulAttrs(Attrs):
 
 
 def _matmul_rel(args: ArgTypes, attrs_value: MatmulAttrs) -> Type:
-    a = args.tensor(0, dtypes=NUMERIC_DTYPES)
-    b = args.tensor(1, dtypes=NUMERIC_DTYPES)
+    a = args.tensor(0, dtypes=ARITHMETIC_DTYPES)
+    b = args.tensor(1, dtypes=ARITHMETIC_DTYPES)
     if a.ndim < 2:
         args.fail(0, "a tensor of rank >= 2", a)
     if b.ndim < 2:
@@ -362,11 +362,12 @@ def _matmul_rel(args: ArgTypes, attrs_value: MatmulAttrs) -> Type:
 def _matmul(attrs_value: MatmulAttrs, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     out_dtype = attrs_value.out_dtype or a.dtype.name
     with np.errstate(all="ignore"):
-        return np.asarray(np.matmul(a.astype(out_dtype), b.astype(out_dtype)), dtype=out_dtype)
+        return matmul_in_dtype(out_dtype, a, b, a.shape[-1], np.matmul)
 
 
 matmul = define_op(
     "matmul", inputs=("a", "b"), type_rel=_matmul_rel, compute=_matmul, attrs=MatmulAttrs,
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
     description="Matrix product of the last two axes with broadcast batch axes (NumPy and "
-                "ONNX MatMul, rank >= 2); inputs are cast to out_dtype first.")
+                "ONNX MatMul, rank >= 2), summed exactly (integers, wrapping to out_dtype) or "
+                "in float32 at least.")

@@ -16,8 +16,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from passhost.ir.types import is_float_dtype
+from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.registry import Op, OpPattern, define_op
-from passhost.relay.op.tensor import float_rel, numeric_broadcast_rel, numeric_rel, unary_op
+from passhost.relay.op.tensor import arithmetic_broadcast_rel, float_rel, numeric_rel, unary_op
 
 __all__ = [
     "floor", "ceil", "round", "sign",
@@ -53,15 +55,16 @@ atanh = unary_op("atanh", np.arctanh, float_rel,
 def _remainder_op(name: str, ufunc: Callable[..., np.ndarray], description: str) -> Op:
     def compute(_attrs: object, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
-            if a.dtype.kind == "f":
-                return np.asarray(ufunc(a, b), dtype=a.dtype)
+            if is_float_dtype(a.dtype.name):
+                acc = acc_float(a.dtype)
+                return np.asarray(ufunc(a.astype(acc), b.astype(acc))).astype(a.dtype)
             # NumPy gives 0 for an integer remainder by zero too; the divisor is made 1 first
             # so that no warning is raised and the result is 0 whatever NumPy's version.
             zero = b == 0
             out = ufunc(a, np.where(zero, np.ones((), b.dtype), b))
             return np.where(zero, np.zeros((), a.dtype), out).astype(a.dtype, copy=False)
 
-    return define_op(name, inputs=("lhs", "rhs"), type_rel=numeric_broadcast_rel,
+    return define_op(name, inputs=("lhs", "rhs"), type_rel=arithmetic_broadcast_rel,
                      compute=compute, pattern=OpPattern.BROADCAST, description=description)
 
 

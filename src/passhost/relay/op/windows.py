@@ -21,7 +21,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from passhost.ir.attrs import Attrs, attrs_class, bool_field, dtype_field, int_field, ints_field
-from passhost.ir.types import FLOAT_DTYPES, INT_DTYPES, TensorType, Type
+from passhost.ir.types import ANY_FLOAT_DTYPES, INT_DTYPES, TensorType, Type, is_float_dtype
 from passhost.relay.op.nn import (
     NUMERIC_DTYPES,
     _acc_float,
@@ -83,7 +83,7 @@ def _windows(x: np.ndarray, kernel: Sequence[int], strides: Sequence[int],
 
 
 def _lowest(dtype: np.dtype) -> Any:
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    return -np.inf if is_float_dtype(dtype.name) else np.iinfo(dtype).min
 
 
 # -- convolution ------------------------------------------------------------------------------
@@ -499,7 +499,7 @@ class DeformableConv2DAttrs(Attrs):
 
 
 def _deformable_conv2d_rel(args: ArgTypes, attrs: DeformableConv2DAttrs) -> Type:
-    data = args.tensor(0, ndim=4, dtypes=FLOAT_DTYPES)
+    data = args.tensor(0, ndim=4, dtypes=ANY_FLOAT_DTYPES)
     weight = args.tensor(2, ndim=4, dtypes=(data.dtype,))
     n, c, h, w = data.shape
     o, i, kh, kw = weight.shape

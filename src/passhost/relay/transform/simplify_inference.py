@@ -7,10 +7,14 @@
 - ``nn.dropout(x)`` becomes ``x``.
 
 The parameters may be any expressions (variables or constants); FoldConstant later turns the
-per-channel arithmetic on constants into one multiply and one add per batch norm.
+per-channel arithmetic on constants into one multiply and one add per batch norm. bfloat16
+norms are unpacked in float32 and their result rounded to bfloat16 once, as the operators
+compute them (bfloat16 steps would round after each one).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from passhost.ir.expr import BaseExpr
 from passhost.ir.module import IRModule
@@ -78,6 +82,17 @@ def unpack_layer_norm(call: Call, data_type: TensorType) -> BaseExpr:
     return out
 
 
+def _unpacked(unpack: Callable[[Call, TensorType], BaseExpr], call: Call,
+              data_type: TensorType) -> BaseExpr:
+    """``unpack(call, data_type)``; a bfloat16 call is unpacked on float32 copies of its
+    arguments and the result rounded to bfloat16 once."""
+    if data_type.dtype != "bfloat16":
+        return unpack(call, data_type)
+    wide = Call(call.op, [tn.cast(a, dtype="float32") for a in call.args], call.attrs,
+                span=call.span)
+    return tn.cast(unpack(wide, TensorType(data_type.shape, "float32")), dtype="bfloat16")
+
+
 class _Simplifier(ExprMutator):
     """Rewrites batch_norm projections, layer_norm and dropout calls."""
 
@@ -87,7 +102,7 @@ class _Simplifier(ExprMutator):
             return args[0]
         new = super().visit_call(call, op, args)
         if op is nn.layer_norm:
-            return unpack_layer_norm(new, call.checked_type)  # type: ignore[arg-type]
+            return _unpacked(unpack_layer_norm, new, call.checked_type)  # type: ignore[arg-type]
         return new
 
     def visit_tuple_get_item(self, item: TupleGetItem, tuple_value: BaseExpr) -> BaseExpr:
@@ -97,6 +112,6 @@ class _Simplifier(ExprMutator):
         if isinstance(original, Call) and original.op is nn.batch_norm:
             bn: Call = tuple_value  # type: ignore[assignment]
             if item.index == 0:
-                return unpack_batch_norm(bn, original.checked_type.fields[0])
+                return _unpacked(unpack_batch_norm, bn, original.checked_type.fields[0])
             return bn.args[item.index + 2]
         return super().visit_tuple_get_item(item, tuple_value)
