@@ -106,6 +106,16 @@ def _axes(*axes: int) -> np.ndarray:
     return np.array(axes, np.int64)
 
 
+def _cancelling(rows: int, half: int) -> tuple[np.ndarray, np.ndarray]:
+    """x and w whose row products nearly cancel: x = [a, a], w = [b, -b * (1 + 2**-7)], so
+    that rounding each product to bfloat16 would swamp their sum."""
+    a = normal(rows, half).astype(BF16).astype(F32)
+    b = normal(rows, half).astype(BF16).astype(F32)
+    return (np.concatenate([a, a], axis=1),
+            np.concatenate([b, -(b * np.float32(1 + 2.0**-7)).astype(BF16).astype(F32)], axis=1))
+
+
+CANCELLING = _cancelling(3, 100)
 ROUNDED_ONCE = [
     _case("Sigmoid", [node("Sigmoid", ["x"])], {"x": normal(4, 6, scale=3)}),
     _case("Softplus", [node("Softplus", ["x"])], {"x": normal(4, 6, scale=3)}),
@@ -167,6 +177,8 @@ ROUNDED_ONCE = [
           {"w": normal(64, 5)}),
     _case("Einsum", [node("Einsum", ["x", "w"], equation="bij,jk->bik")],
           {"x": normal(2, 3, 40)}, {"w": normal(40, 5)}, opset=12),
+    _case("Einsum-3", [node("Einsum", ["x", "w", "o"], equation="bi,bi,bi->b")],
+          {"x": CANCELLING[0]}, {"w": CANCELLING[1], "o": np.ones((3, 200), F32)}, opset=12),
     _case("Gemm", [node("Gemm", ["x", "w", "c"], alpha=0.7, beta=1.3, transB=1)],
           {"x": normal(3, 40)}, {"w": normal(5, 40), "c": normal(5)}),
     _case("Conv", [node("Conv", ["x", "w"], pads=[1, 1, 1, 1])], {"x": normal(1, 3, 6, 6)},
@@ -282,6 +294,24 @@ def test_pow_keeps_a_float32_exponent():
     assert got.dtype == BF16
     np.testing.assert_array_equal(bits(got), bits(np.power(x.astype(F32), np.float32(0.3))
                                                   .astype(BF16)))
+
+
+@pytest.mark.parametrize("opset, stash", [(18, None), (27, None), (27, 1), (27, 11)])
+def test_range_computes_bfloat16_in_its_stash_type(opset, stash):
+    bounds = {"s": np.array(0.5, BF16), "l": np.array(90.0, BF16), "d": np.array(0.3, BF16)}
+    attrs = {} if stash is None else {"stash_type": stash}
+    model = make_model([node("Range", ["s", "l", "d"], **attrs)], {}, bounds, opset=opset)
+    got = run_passhost(model, {})[0]
+    want = ReferenceEvaluator(model).run(None, {})[0]
+    assert got.dtype == BF16 and got.shape == want.shape == (298,)
+    np.testing.assert_array_equal(bits(got), bits(want))
+
+
+def test_a_range_stash_type_other_than_float_or_double_is_an_error():
+    bounds = {"s": np.array(0.5, BF16), "l": np.array(9.0, BF16), "d": np.array(0.5, BF16)}
+    model = make_model([node("Range", ["s", "l", "d"], stash_type=10)], {}, bounds, opset=27)
+    with pytest.raises(OnnxImportError, match=r"Range node .*stash_type 1 .* found 10"):
+        from_onnx(model)
 
 
 def test_operators_without_bfloat16_reject_it_naming_the_node():

@@ -17,6 +17,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from passhost import relay
+from passhost.frontend.onnx_bfloat16 import computed_in_float32
 from passhost.frontend.onnx_context import NodeContext, Value
 from passhost.frontend.onnx_einsum import EinsumError, einsum
 from passhost.frontend.onnx_ops import axis_index
@@ -165,10 +166,8 @@ def _eye_like(ctx: NodeContext) -> Value:
     return np.eye(shape[0], shape[1], k=int(ctx.attr("k", 0)), dtype=dtype)
 
 
-def _range(ctx: NodeContext) -> Value:
-    """Range becomes a constant: start, limit and delta must be known while compiling (a
-    computed one would make the output's length depend on data); float16 is computed in
-    float64 and rounded once."""
+def _range_of(ctx: NodeContext, work: str | None) -> Value:
+    """Range's values, computed as floats in ``work`` (None: float64) and rounded once."""
     start, limit, delta = (_scalar_input(ctx, i, name) for i, name in
                            enumerate(("start", "limit", "delta")))
     dtype = np.asarray(start).dtype
@@ -182,8 +181,31 @@ def _range(ctx: NodeContext) -> Value:
         count = max(-((s - lim) // d), 0)
         return (s + np.arange(count, dtype=np.int64) * d).astype(dtype)
     count = max(math.ceil((float(limit) - float(start)) / float(delta)), 0)
-    values = float(start) + np.arange(count, dtype=np.float64) * float(delta)
+    acc = np.dtype(work or np.float64)
+    values = acc.type(start) + np.arange(count, dtype=acc) * acc.type(delta)
     return values.astype(dtype)
+
+
+def _range(ctx: NodeContext) -> Value:
+    """Range becomes a constant: start, limit and delta must be known while compiling (a
+    computed one would make the output's length depend on data); float16 and bfloat16 are
+    computed in float64 and rounded once."""
+    return _range_of(ctx, None)
+
+
+#: Range's stash types (the precision of float16 and bfloat16 ranges) passhost computes in.
+_RANGE_STASH = {1: "float32", 11: "float64"}
+
+
+def _range_27(ctx: NodeContext) -> Value:
+    """Range becomes a constant: start, limit and delta must be known while compiling (a
+    computed one would make the output's length depend on data); float16 and bfloat16 are
+    computed in ``stash_type`` (1: float32, the default; 11: float64) and rounded once."""
+    stash = int(ctx.attr("stash_type", 1))
+    if stash not in _RANGE_STASH:
+        raise ctx.error(f"expected stash_type 1 (float32) or 11 (float64), found {stash}")
+    narrow = _scalar_input(ctx, 0, "start").dtype.name in ("float16", "bfloat16")
+    return _range_of(ctx, _RANGE_STASH[stash] if narrow else None)
 
 
 def _reshape(ctx: NodeContext) -> Value:
@@ -628,6 +650,7 @@ def _reverse_sequence(ctx: NodeContext) -> Value:
     return relay.reverse_sequence(ctx.input(0), ctx.input(1), seq_axis=time, batch_axis=batch)
 
 
+@computed_in_float32
 def _einsum(ctx: NodeContext) -> Value:
     """Einsum becomes transposes, reshapes, sums, broadcast multiplies and matmul (diagonals
     as a reshape and a strided slice); any equation NumPy accepts, with ellipses."""
@@ -648,7 +671,7 @@ CONVERTERS: dict[str, Entry] = {
     "Size": _size,
     "ConstantOfShape": _constant_of_shape,
     "EyeLike": _eye_like,
-    "Range": _range,
+    "Range": {11: _range, 27: _range_27},
     "Reshape": _reshape,
     "Transpose": _transpose,
     "Concat": _concat,
