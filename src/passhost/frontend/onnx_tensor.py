@@ -71,6 +71,14 @@ def _cast_like(ctx: NodeContext) -> Value:
     return _cast_to(ctx, dtype)
 
 
+def _bit_cast(ctx: NodeContext) -> Value:
+    """BitCast: ``bitcast`` to the dtype ``to`` of the same width (the bytes read little
+    endian, as ONNX says)."""
+    to = int(ctx.required_attr("to"))
+    dtype = passhost_dtype(to, f"{ctx.where}: attribute 'to'")
+    return relay.bitcast(ctx.input(0), dtype=dtype)
+
+
 # -- Identity, Dropout ---------------------------------------------------------------------------
 def _identity(ctx: NodeContext) -> Value:
     """Identity: the input itself (tensors; sequences and optionals are not supported)."""
@@ -188,6 +196,7 @@ CONVERTERS: dict[str, Entry] = {
     "Constant": _constant,
     "Cast": _cast,
     "CastLike": _cast_like,
+    "BitCast": _bit_cast,
     "Identity": _identity,
     "Dropout": {1: _dropout_v1, 7: _dropout_v7, 12: _dropout_v12},
     "NonZero": _nonzero,
