@@ -256,6 +256,7 @@ def _load_all() -> None:
         tensor,
         transform,
         unary,
+        vision,
         windows,
     )
 

@@ -29,12 +29,14 @@ def all_examples() -> list[tuple[str, Builder]]:
         examples_qnn,
         examples_reduce,
         examples_tensor,
+        examples_vision,
         examples_windows,
     )
 
     return [*examples_nn.EXAMPLES, *examples_tensor.EXAMPLES, *examples_qnn.EXAMPLES,
             *examples_annotation.EXAMPLES, *examples_elemwise.EXAMPLES, *examples_reduce.EXAMPLES,
-            *examples_movement.EXAMPLES, *examples_windows.EXAMPLES, *examples_norm.EXAMPLES]
+            *examples_movement.EXAMPLES, *examples_windows.EXAMPLES, *examples_norm.EXAMPLES,
+            *examples_vision.EXAMPLES]
 
 
 def random_inputs(func: Function, seed: int = 0) -> list[np.ndarray]:
