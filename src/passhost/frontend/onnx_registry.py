@@ -42,6 +42,7 @@ CONVERTER_MODULES = (
     "passhost.frontend.onnx_resize",
     "passhost.frontend.onnx_recurrent",
     "passhost.frontend.onnx_attention",
+    "passhost.frontend.onnx_signal",
 )
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
