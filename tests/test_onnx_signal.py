@@ -115,6 +115,9 @@ def test_malformed_mel_weight_matrix_names_the_node():
     with pytest.raises(OnnxImportError, match=r"MelWeightMatrix node .*lower_edge_hertz "
                                               r"\(input 3\) to be one floating-point number"):
         from_onnx(mel_model(4, 64, 8000, 20, 3000, edge_dtype="int64"))
+    with pytest.raises(OnnxImportError, match=r"MelWeightMatrix node .*0 <= lower_edge_hertz "
+                                              r"<= upper_edge_hertz \(finite\), found 300"):
+        from_onnx(mel_model(4, 64, 8000, 300.0, 200.0))
 
 
 # -- DFT -------------------------------------------------------------------------------------

@@ -452,6 +452,13 @@ def _modifier(ctx: NodeContext, name: str, x: Expr, ty: TensorType) -> Expr:
                  if isinstance(graph, GraphProto) else type(graph).__name__)
         raise ctx.error(f"attribute {name!r}: expected a graph of one input and one output, "
                         f"found {found}")
+    defined = {graph.input[0].name, *(t.name for t in graph.initializer),
+               *(o for n in graph.node for o in n.output)}
+    outer = sorted({i for n in graph.node for i in n.input if i and i not in defined})
+    if outer:
+        raise ctx.error(f"attribute {name!r}: expected a graph using only its input, "
+                        f"initializers and constants, found values of the enclosing graph "
+                        f"{outer}")
     elem = helper.np_dtype_to_tensor_dtype(np.dtype(ty.dtype))
     declared = graph.input[0].type.tensor_type.elem_type
     if declared not in (TensorProto.UNDEFINED, elem):
@@ -496,6 +503,8 @@ def _flex_attention(ctx: NodeContext) -> Value:
     heads = _Heads(ctx)
     dtype = heads.dtype
     scale = ctx.attr("scale")
+    if scale is None and heads.head_size < 1:
+        raise ctx.error("expected a head size of at least 1 (or the attribute scale), found 0")
     scale = 1.0 / math.sqrt(heads.head_size) if scale is None else float(scale)
     root = const(np.sqrt(np.float32(scale)), dtype)
     k_t = relay.transpose(relay.multiply(heads.repeat_kv(heads.k), root), axes=(0, 1, 3, 2))
@@ -537,11 +546,11 @@ class _Recurrence:
         self.key_size = q_hidden // q_heads
         self.value_size = shapes[2][2] // kv_heads
         if (self.steps < 1 or q_hidden % q_heads or shapes[1][2] != kv_heads * self.key_size
-                or shapes[2][2] % kv_heads):
+                or shapes[2][2] % kv_heads or min(self.key_size, self.value_size) < 1):
             raise ctx.error(f"expected at least one step, query's last axis a multiple of "
                             f"q_num_heads ({q_heads}) and key's and value's of kv_num_heads "
-                            f"({kv_heads}) with key's head size query's, found shapes "
-                            f"{[list(s) for s in shapes]}")
+                            f"({kv_heads}) with key's head size query's (at least 1), found "
+                            f"shapes {[list(s) for s in shapes]}")
         self.q_heads, self.kv_heads = q_heads, kv_heads
 
     def wide(self, x: Expr) -> Expr:

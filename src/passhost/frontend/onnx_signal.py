@@ -103,6 +103,9 @@ def _mel_weight_matrix(ctx: NodeContext) -> Value:
             raise ctx.error(f"expected {what} (input {index}) to be one floating-point "
                             f"number, found {value.dtype.name} of shape {list(value.shape)}")
         edges.append(value.reshape(()))
+    if not 0 <= edges[0] <= edges[1] < np.inf:
+        raise ctx.error(f"expected 0 <= lower_edge_hertz <= upper_edge_hertz (finite), found "
+                        f"{edges[0]} and {edges[1]}")
     # The points are computed in the edges' dtype, as ONNX's reference does (the filters'
     # integer corners depend on it); half-precision edges in float32.
     work = edges[0].dtype if edges[0].dtype.itemsize >= 4 else np.dtype(np.float32)
