@@ -1,12 +1,15 @@
-"""Converters of the ONNX Attention and RotaryEmbedding.
+"""Converters of the ONNX transformer-block operators: Attention, FlexAttention,
+LinearAttention, RotaryEmbedding, TensorScatter (the KV-cache write) and SwiGLU.
 
-Both become compositions of graph operators: Attention is ``matmul`` -> (softcap) -> ``add``
+All become compositions of graph operators: Attention is ``matmul`` -> (softcap) -> ``add``
 of the attention bias -> ``nn.softmax`` -> ``matmul``, with the heads split by ``reshape`` and
 ``transpose``, grouped key/value heads repeated by ``take`` and the KV cache joined by
 ``concatenate``; RotaryEmbedding is slices, products and ``concatenate``. The bias parts
 known while compiling (the causal and sliding-window masks of a fixed offset) are folded
 into one constant; masks and lengths given at run time become ``where``/``less_equal``
-arithmetic on it.
+arithmetic on it. FlexAttention imports its score and probability modifier graphs in place
+between the same steps; LinearAttention unrolls its recurrence over the time steps;
+TensorScatter is ``scatter_elements`` and SwiGLU ``sigmoid`` and products.
 """
 
 from __future__ import annotations
