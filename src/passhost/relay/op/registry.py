@@ -253,6 +253,7 @@ def _load_all() -> None:
         qnn,
         reduce,
         search,
+        signal,
         tensor,
         transform,
         unary,
