@@ -35,14 +35,8 @@ __all__ = ["CONVERTERS"]
 _FLOAT_DTYPES = ("float16", "float32", "float64")
 
 
-def _input_dtype(ctx: NodeContext, index: int) -> str:
-    if ctx.is_known(index):
-        return ctx.known(index).dtype.name
-    return str(ctx.tensor_type(index).dtype)
-
-
 def _float_input(ctx: NodeContext, index: int, name: str) -> str:
-    dtype = _input_dtype(ctx, index)
+    dtype = ctx.dtype(index)
     if dtype not in _FLOAT_DTYPES:
         raise ctx.error(f"expected {name} (input {index}) of type {', '.join(_FLOAT_DTYPES)}, "
                         f"found {dtype}")
@@ -57,9 +51,9 @@ class _Heads:
         self.ctx = ctx
         self.dtype = _float_input(ctx, 0, "Q")
         for index, name in ((1, "K"), (2, "V")):
-            if _input_dtype(ctx, index) != self.dtype:
+            if ctx.dtype(index) != self.dtype:
                 raise ctx.error(f"expected {name} (input {index}) of type {self.dtype} (Q's), "
-                                f"found {_input_dtype(ctx, index)}")
+                                f"found {ctx.dtype(index)}")
         shapes = [ctx.shape(i) for i in range(3)]
         ranks = {len(s) for s in shapes}
         if ranks not in ({3}, {4}):
@@ -197,7 +191,7 @@ def _mask(ctx: NodeContext, heads: _Heads) -> Expr | None:
     if not ctx.has_input(3):
         return None
     shape = ctx.shape(3)
-    dtype = _input_dtype(ctx, 3)
+    dtype = ctx.dtype(3)
     if dtype not in ("bool", heads.dtype):
         raise ctx.error(f"expected attn_mask of type bool or {heads.dtype} (Q's), found {dtype}")
     full = (heads.batch, heads.q_heads, heads.q_len, heads.kv_len)
@@ -230,7 +224,7 @@ def _nonpad_lengths(ctx: NodeContext, heads: _Heads, past: int) -> Expr | None:
         raise ctx.error(f"expected nonpad_kv_seqlen of shape [{heads.batch}], found "
                         f"{list(ctx.shape(6))}")
     value = ctx.input(6)
-    if _input_dtype(ctx, 6) != "int64":
+    if ctx.dtype(6) != "int64":
         value = relay.cast(value, dtype="int64")
     return relay.reshape(value, newshape=(heads.batch, 1, 1, 1))
 
@@ -406,7 +400,7 @@ def _cache(ctx: NodeContext, index: int, name: str, want: tuple[int, int, int],
            dtype: str) -> Expr:
     """cos_cache or sin_cache as (batch, seq, rotary_dim / 2): indexed by position_ids
     (input 3) when given."""
-    found_dtype = _input_dtype(ctx, index)
+    found_dtype = ctx.dtype(index)
     if found_dtype != dtype:
         raise ctx.error(f"expected {name} (input {index}) of type {dtype} (X's), found "
                         f"{found_dtype}")
@@ -533,9 +527,9 @@ class _Recurrence:
         self.ctx = ctx
         self.dtype = _float_input(ctx, 0, "query")
         for index, name in ((1, "key"), (2, "value")):
-            if _input_dtype(ctx, index) != self.dtype:
+            if ctx.dtype(index) != self.dtype:
                 raise ctx.error(f"expected {name} (input {index}) of type {self.dtype} "
-                                f"(query's), found {_input_dtype(ctx, index)}")
+                                f"(query's), found {ctx.dtype(index)}")
         q_heads, kv_heads = (int(ctx.required_attr(n)) for n in ("q_num_heads",
                                                                    "kv_num_heads"))
         if q_heads <= 0 or kv_heads <= 0 or q_heads % kv_heads:
@@ -577,9 +571,9 @@ class _Recurrence:
         among ``sizes``."""
         ctx = self.ctx
         shape = ctx.shape(index)
-        if _input_dtype(ctx, index) != self.dtype:
+        if ctx.dtype(index) != self.dtype:
             raise ctx.error(f"expected {name} (input {index}) of type {self.dtype} (query's), "
-                            f"found {_input_dtype(ctx, index)}")
+                            f"found {ctx.dtype(index)}")
         if len(shape) != 3 or shape[:2] != (self.batch, self.steps) or shape[2] not in sizes:
             raise ctx.error(f"expected {name} of shape [{self.batch}, {self.steps}, n] with n "
                             f"in {sorted(sizes)}, found {list(shape)}")
@@ -597,7 +591,7 @@ class _Recurrence:
             raise ctx.error(f"expected past_state of shape {list(want)}, found "
                             f"{list(ctx.shape(3))}")
         state = ctx.input(3)
-        return state if _input_dtype(ctx, 3) == "float32" else relay.cast(state, dtype="float32")
+        return state if ctx.dtype(3) == "float32" else relay.cast(state, dtype="float32")
 
 
 def _linear_attention(ctx: NodeContext) -> Sequence[Value]:
@@ -641,7 +635,7 @@ def _linear_attention(ctx: NodeContext) -> Sequence[Value]:
     out = outs[0] if len(outs) == 1 else relay.concatenate(outs, axis=1)
     scale = float(ctx.attr("scale", 0.0)) or 1.0 / math.sqrt(dk)
     out = relay.multiply(out, const(scale, "float32"))
-    state_dtype = _input_dtype(ctx, 3) if ctx.has_input(3) else rec.dtype
+    state_dtype = ctx.dtype(3) if ctx.has_input(3) else rec.dtype
     return [out if rec.dtype == "float32" else relay.cast(out, dtype=rec.dtype),
             state if state_dtype == "float32" else relay.cast(state, dtype=state_dtype)]
 
@@ -662,9 +656,9 @@ def _tensor_scatter(ctx: NodeContext) -> Value:
         raise ctx.error(f"expected an axis in [{1 - rank}, {rank}) other than the batch axis "
                         f"(0) of the {rank}-D cache, found {axis}")
     axis %= rank
-    if _input_dtype(ctx, 1) != _input_dtype(ctx, 0):
-        raise ctx.error(f"expected update of type {_input_dtype(ctx, 0)} (past_cache's), "
-                        f"found {_input_dtype(ctx, 1)}")
+    if ctx.dtype(1) != ctx.dtype(0):
+        raise ctx.error(f"expected update of type {ctx.dtype(0)} (past_cache's), "
+                        f"found {ctx.dtype(1)}")
     if len(update) != rank or update[axis] > past[axis] or any(
             u != p for a, (u, p) in enumerate(zip(update, past)) if a != axis):
         raise ctx.error(f"expected update of past_cache's shape {list(past)} but at most as "
@@ -686,9 +680,9 @@ def _tensor_scatter(ctx: NodeContext) -> Value:
                             f"mode), found {start.tolist()}")
         indices: Expr = const(np.ascontiguousarray(np.broadcast_to(index, update)))
     else:
-        if tuple(ctx.shape(2)) != (batch,) or _input_dtype(ctx, 2) != "int64":
+        if tuple(ctx.shape(2)) != (batch,) or ctx.dtype(2) != "int64":
             raise ctx.error(f"expected write_indices of shape [{batch}] and type int64, found "
-                            f"{list(ctx.shape(2))} of type {_input_dtype(ctx, 2)}")
+                            f"{list(ctx.shape(2))} of type {ctx.dtype(2)}")
         indices = relay.add(relay.reshape(ctx.input(2), newshape=row), const(steps))
         if mode == "circular":
             indices = relay.floor_mod(indices, const(np.asarray(size, np.int64)))
@@ -700,9 +694,9 @@ def _swiglu(ctx: NodeContext) -> Value:
     """ONNX SwiGLU becomes A * ``sigmoid``(alpha * A) * B (``multiply``); A and B of one
     shape and type."""
     dtype = _float_input(ctx, 0, "A")
-    if _input_dtype(ctx, 1) != dtype or ctx.shape(1) != ctx.shape(0):
+    if ctx.dtype(1) != dtype or ctx.shape(1) != ctx.shape(0):
         raise ctx.error(f"expected B of A's shape {list(ctx.shape(0))} and type {dtype}, "
-                        f"found {list(ctx.shape(1))} of type {_input_dtype(ctx, 1)}")
+                        f"found {list(ctx.shape(1))} of type {ctx.dtype(1)}")
     a = ctx.input(0)
     alpha = float(ctx.attr("alpha", 1.0))
     gate = a if alpha == 1.0 else relay.multiply(a, const(alpha, dtype))

@@ -22,12 +22,6 @@ __all__ = ["CONVERTERS"]
 _SIGNAL_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
-def _input_dtype(ctx: NodeContext, index: int) -> str:
-    if ctx.is_known(index):
-        return ctx.known(index).dtype.name
-    return str(ctx.tensor_type(index).dtype)
-
-
 def _scalar_int(ctx: NodeContext, index: int, what: str) -> int:
     """Input ``index``, a scalar (or one-element) integer known while importing."""
     value = ctx.known(index, what, "it decides the output's shape")
@@ -127,7 +121,7 @@ def _mel_weight_matrix(ctx: NodeContext) -> Value:
 
 # -- DFT and STFT ------------------------------------------------------------------------------
 def _signal_dtype(ctx: NodeContext, index: int, what: str) -> str:
-    dtype = _input_dtype(ctx, index)
+    dtype = ctx.dtype(index)
     if dtype not in _SIGNAL_DTYPES:
         raise ctx.error(f"expected {what} (input {index}) of type "
                         f"{', '.join(_SIGNAL_DTYPES)}, found {dtype}")
@@ -213,7 +207,7 @@ def _stft(ctx: NodeContext) -> Value:
     if window_shape is not None:
         if _signal_dtype(ctx, 2, "window") != dtype:
             raise ctx.error(f"expected a window of type {dtype} (the signal's), found "
-                            f"{_input_dtype(ctx, 2)}")
+                            f"{ctx.dtype(2)}")
         window = relay.reshape(ctx.input(2), newshape=(1, 1, length, 1))
         x = relay.multiply(x, window)
     return relay.dft(x, axis=2, length=length, onesided=onesided)
