@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
+from onnx import TensorProto, helper
+
 from passhost.frontend import OnnxImportError, from_onnx
 from test_frontend_onnx import check, make_model, node, run_onnxruntime, run_passhost
 
@@ -485,3 +487,25 @@ def test_activations_after_conv_and_matmul_fuse_and_agree():
             "m": values((4 * 6 * 6, 10), "float32", -0.2, 0.2),
             "s": values((10,), "float32", 0, 0.5)}
     check(nodes, {"x": values((2, 3, 6, 6), "float32")}, init, opset=20)
+
+
+# -- BitCast ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("source, target", [
+    ("float32", "int32"), ("int32", "float32"), ("float64", "uint64"), ("bool", "uint8"),
+    ("uint16", "float16"), ("int8", "uint8"), ("bfloat16", "int16")])
+def test_bit_cast_reads_the_bits_as_another_dtype(source, target):
+    pytest.importorskip("ml_dtypes")  # registers bfloat16 with NumPy
+    bits = np.random.default_rng(3).integers(0, 256, size=(2, 3, np.dtype(source).itemsize),
+                                             dtype=np.uint8)
+    x = (bits % 2).astype(source) if source == "bool" else bits.view(source).reshape(2, 3)
+    if source != "bool" and np.dtype(source).kind == "f":
+        x = np.where(np.isfinite(x.astype("float64")), x, np.zeros((), source)).astype(source)
+    dtype = helper.np_dtype_to_tensor_dtype(np.dtype(target))
+    want = x.view(target)
+    check_passhost([node("BitCast", ["x"], to=dtype)], {"x": x}, want, opset=26)
+
+
+def test_bit_cast_to_another_width_names_the_node():
+    import_error([node("BitCast", ["x"], to=TensorProto.INT64)],
+                 {"x": values((2, 3), "float32")}, r"BitCast node .*8-byte elements \(as int64\)",
+                 opset=26)

@@ -1,12 +1,15 @@
-"""Converters of the ONNX Attention and RotaryEmbedding.
+"""Converters of the ONNX transformer-block operators: Attention, FlexAttention,
+LinearAttention, RotaryEmbedding, TensorScatter (the KV-cache write) and SwiGLU.
 
-Both become compositions of graph operators: Attention is ``matmul`` -> (softcap) -> ``add``
+All become compositions of graph operators: Attention is ``matmul`` -> (softcap) -> ``add``
 of the attention bias -> ``nn.softmax`` -> ``matmul``, with the heads split by ``reshape`` and
 ``transpose``, grouped key/value heads repeated by ``take`` and the KV cache joined by
 ``concatenate``; RotaryEmbedding is slices, products and ``concatenate``. The bias parts
 known while compiling (the causal and sliding-window masks of a fixed offset) are folded
 into one constant; masks and lengths given at run time become ``where``/``less_equal``
-arithmetic on it.
+arithmetic on it. FlexAttention imports its score and probability modifier graphs in place
+between the same steps; LinearAttention unrolls its recurrence over the time steps;
+TensorScatter is ``scatter_elements`` and SwiGLU ``sigmoid`` and products.
 """
 
 from __future__ import annotations
@@ -15,26 +18,23 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from onnx import helper
+from onnx import GraphProto, TensorProto, helper
 
 from passhost import relay
+from passhost.frontend.errors import OnnxImportError
+from passhost.frontend.onnx import from_onnx
 from passhost.frontend.onnx_bfloat16 import computed_in_float32
 from passhost.frontend.onnx_context import NodeContext, Value
 from passhost.frontend.onnx_registry import Entry
-from passhost.ir.types import ANY_FLOAT_DTYPES
+from passhost.ir.types import ANY_FLOAT_DTYPES, TensorType
 from passhost.relay import nn
-from passhost.relay.expr import Expr, const
+from passhost.relay.expr import Expr, Var, const
+from passhost.relay.visitor import ExprMutator
 
 __all__ = ["CONVERTERS"]
 
-def _input_dtype(ctx: NodeContext, index: int) -> str:
-    if ctx.is_known(index):
-        return ctx.known(index).dtype.name
-    return str(ctx.tensor_type(index).dtype)
-
-
 def _float_input(ctx: NodeContext, index: int, name: str) -> str:
-    dtype = _input_dtype(ctx, index)
+    dtype = ctx.dtype(index)
     if dtype not in ANY_FLOAT_DTYPES:
         raise ctx.error(f"expected {name} (input {index}) of type "
                         f"{', '.join(ANY_FLOAT_DTYPES)}, found {dtype}")
@@ -49,9 +49,9 @@ class _Heads:
         self.ctx = ctx
         self.dtype = _float_input(ctx, 0, "Q")
         for index, name in ((1, "K"), (2, "V")):
-            if _input_dtype(ctx, index) != self.dtype:
+            if ctx.dtype(index) != self.dtype:
                 raise ctx.error(f"expected {name} (input {index}) of type {self.dtype} (Q's), "
-                                f"found {_input_dtype(ctx, index)}")
+                                f"found {ctx.dtype(index)}")
         shapes = [ctx.shape(i) for i in range(3)]
         ranks = {len(s) for s in shapes}
         if ranks not in ({3}, {4}):
@@ -163,7 +163,7 @@ class _Bias:
 
     def expr(self) -> Expr | None:
         """The whole bias, or None when it is zero."""
-        out: Expr | None = const(self.known) if np.any(self.known) else None
+        out: Expr | None = const(self.known, self.heads.dtype) if np.any(self.known) else None
         for part in self.computed:
             out = part if out is None else relay.add(out, part)
         return out
@@ -189,7 +189,7 @@ def _mask(ctx: NodeContext, heads: _Heads) -> Expr | None:
     if not ctx.has_input(3):
         return None
     shape = ctx.shape(3)
-    dtype = _input_dtype(ctx, 3)
+    dtype = ctx.dtype(3)
     if dtype not in ("bool", heads.dtype):
         raise ctx.error(f"expected attn_mask of type bool or {heads.dtype} (Q's), found {dtype}")
     full = (heads.batch, heads.q_heads, heads.q_len, heads.kv_len)
@@ -207,7 +207,7 @@ def _mask(ctx: NodeContext, heads: _Heads) -> Expr | None:
         mask = relay.where(mask, const(0.0, heads.dtype), const(-np.inf, heads.dtype))
     if shape[-1] < heads.kv_len:
         fill = np.full((*shape[:-1], heads.kv_len - shape[-1]), -np.inf, heads.dtype)
-        mask = relay.concatenate([mask, const(fill)], axis=len(shape) - 1)
+        mask = relay.concatenate([mask, const(fill, heads.dtype)], axis=len(shape) - 1)
     return mask
 
 
@@ -222,7 +222,7 @@ def _nonpad_lengths(ctx: NodeContext, heads: _Heads, past: int) -> Expr | None:
         raise ctx.error(f"expected nonpad_kv_seqlen of shape [{heads.batch}], found "
                         f"{list(ctx.shape(6))}")
     value = ctx.input(6)
-    if _input_dtype(ctx, 6) != "int64":
+    if ctx.dtype(6) != "int64":
         value = relay.cast(value, dtype="int64")
     return relay.reshape(value, newshape=(heads.batch, 1, 1, 1))
 
@@ -310,7 +310,7 @@ def _attention(ctx: NodeContext) -> Sequence[Value]:
     present_k, present_v = heads.k, heads.v
     scale = ctx.attr("scale")
     scale = 1.0 / math.sqrt(heads.head_size) if scale is None else float(scale)
-    root = const(np.asarray(math.sqrt(scale), dtype))
+    root = const(math.sqrt(scale), dtype)
     k_t = relay.transpose(relay.multiply(heads.repeat_kv(heads.k), root), axes=(0, 1, 3, 2))
     scores = relay.matmul(relay.multiply(heads.q, root), k_t)
     raw = scores
@@ -400,7 +400,7 @@ def _cache(ctx: NodeContext, index: int, name: str, want: tuple[int, int, int],
            dtype: str) -> Expr:
     """cos_cache or sin_cache as (batch, seq, rotary_dim / 2): indexed by position_ids
     (input 3) when given."""
-    found_dtype = _input_dtype(ctx, index)
+    found_dtype = ctx.dtype(index)
     if found_dtype != dtype:
         raise ctx.error(f"expected {name} (input {index}) of type {dtype} (X's), found "
                         f"{found_dtype}")
@@ -425,8 +425,292 @@ def _cache(ctx: NodeContext, index: int, name: str, want: tuple[int, int, int],
     return ctx.input(index)
 
 
+# -- FlexAttention ----------------------------------------------------------------------------
+class _Substitute(ExprMutator):
+    """Rebuilds an expression with some variables replaced by expressions."""
+
+    def __init__(self, values: dict[Var, Expr]) -> None:
+        super().__init__()
+        self.values = values
+
+    def visit_var(self, var: Var) -> Expr:
+        """The expression that replaces ``var`` (itself when none does)."""
+        return self.values.get(var, var)
+
+
+def _modifier(ctx: NodeContext, name: str, x: Expr, ty: TensorType) -> Expr:
+    """``x`` (of type ``ty``) through the graph of attribute ``name``, which takes one tensor
+    and gives one of the same type; ``x`` itself without the attribute."""
+    graph = ctx.attr(name)
+    if graph is None:
+        return x
+    if not isinstance(graph, GraphProto) or len(graph.input) != 1 or len(graph.output) != 1:
+        found = (f"{len(graph.input)} input(s) and {len(graph.output)} output(s)"
+                 if isinstance(graph, GraphProto) else type(graph).__name__)
+        raise ctx.error(f"attribute {name!r}: expected a graph of one input and one output, "
+                        f"found {found}")
+    defined = {graph.input[0].name, *(t.name for t in graph.initializer),
+               *(o for n in graph.node for o in n.output)}
+    outer = sorted({i for n in graph.node for i in n.input if i and i not in defined})
+    if outer:
+        raise ctx.error(f"attribute {name!r}: expected a graph using only its input, "
+                        f"initializers and constants, found values of the enclosing graph "
+                        f"{outer}")
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(ty.dtype))
+    declared = graph.input[0].type.tensor_type.elem_type
+    if declared not in (TensorProto.UNDEFINED, elem):
+        raise ctx.error(f"attribute {name!r}: expected its input of type {ty.dtype}, found "
+                        f"{helper.tensor_dtype_to_np_dtype(declared).name}")
+    body = GraphProto()
+    body.CopyFrom(graph)
+    body.input[0].CopyFrom(helper.make_tensor_value_info(graph.input[0].name, elem, ty.shape))
+    model = helper.make_model(body, opset_imports=[helper.make_opsetid("", ctx.opset)])
+    try:
+        mod, params = from_onnx(model)
+    except OnnxImportError as exc:
+        raise ctx.error(f"attribute {name!r}: {exc}") from exc
+    func = mod["main"]
+    if func.body.checked_type != ty:
+        raise ctx.error(f"attribute {name!r}: expected its output of type {ty}, found "
+                        f"{func.body.checked_type}")
+    values: dict[Var, Expr] = {}
+    for p in func.params:
+        value = params.get(p.name_hint)
+        values[p] = x if value is None else const(value, value.dtype.name)
+    return _Substitute(values).visit(func.body)
+
+
+def _flex_softmax_dtype(ctx: NodeContext, dtype: str) -> str:
+    """softmax_precision, by default float32 (float64 for float64 inputs)."""
+    if ctx.attr("softmax_precision") is not None:
+        return _softmax_dtype(ctx, dtype)
+    return "float64" if dtype == "float64" else "float32"
+
+
+def _flex_attention(ctx: NodeContext) -> Value:
+    """ONNX FlexAttention (domain ai.onnx.preview) becomes ``matmul`` -> the score_mod graph
+    -> ``nn.softmax`` -> the prob_mod graph -> ``matmul``, the modifier graphs imported in
+    place; grouped query heads, scale and softmax_precision (float32 by default). The
+    modifier graphs may use their input, initializers and constants, not values of the
+    enclosing graph."""
+    for index, name in enumerate("QKV"):
+        if len(ctx.shape(index)) != 4:
+            raise ctx.error(f"expected a 4-D {name} (input {index}), found shape "
+                            f"{list(ctx.shape(index))}")
+    heads = _Heads(ctx)
+    dtype = heads.dtype
+    scale = ctx.attr("scale")
+    if scale is None and heads.head_size < 1:
+        raise ctx.error("expected a head size of at least 1 (or the attribute scale), found 0")
+    scale = 1.0 / math.sqrt(heads.head_size) if scale is None else float(scale)
+    root = const(np.sqrt(np.float32(scale)), dtype)
+    k_t = relay.transpose(relay.multiply(heads.repeat_kv(heads.k), root), axes=(0, 1, 3, 2))
+    scores = relay.matmul(relay.multiply(heads.q, root), k_t)
+    work = _flex_softmax_dtype(ctx, dtype)
+    v = heads.repeat_kv(heads.v)
+    if work != dtype:
+        scores, v = relay.cast(scores, dtype=work), relay.cast(v, dtype=work)
+    ty = TensorType((heads.batch, heads.q_heads, heads.q_len, heads.kv_len), work)
+    probs = _softmax(_modifier(ctx, "score_mod", scores, ty), work)
+    out = relay.matmul(_modifier(ctx, "prob_mod", probs, ty), v)
+    return relay.cast(out, dtype=dtype) if work != dtype else out
+
+
+# -- LinearAttention --------------------------------------------------------------------------
+_UPDATE_RULES = ("linear", "gated", "delta", "gated_delta")
+
+
+class _Recurrence:
+    """The inputs of a LinearAttention node cut into time steps, in float32."""
+
+    def __init__(self, ctx: NodeContext) -> None:
+        self.ctx = ctx
+        self.dtype = _float_input(ctx, 0, "query")
+        for index, name in ((1, "key"), (2, "value")):
+            if ctx.dtype(index) != self.dtype:
+                raise ctx.error(f"expected {name} (input {index}) of type {self.dtype} "
+                                f"(query's), found {ctx.dtype(index)}")
+        q_heads, kv_heads = (int(ctx.required_attr(n)) for n in ("q_num_heads",
+                                                                   "kv_num_heads"))
+        if q_heads <= 0 or kv_heads <= 0 or q_heads % kv_heads:
+            raise ctx.error(f"expected q_num_heads a positive multiple of kv_num_heads, found "
+                            f"{q_heads} and {kv_heads}")
+        shapes = [ctx.shape(i) for i in range(3)]
+        if any(len(s) != 3 for s in shapes) or len({s[:2] for s in shapes}) != 1:
+            raise ctx.error(f"expected query, key and value of shape [batch, steps, heads * "
+                            f"size] with one batch and steps, found {[list(s) for s in shapes]}")
+        self.batch, self.steps, q_hidden = shapes[0]
+        self.key_size = q_hidden // q_heads
+        self.value_size = shapes[2][2] // kv_heads
+        if (self.steps < 1 or q_hidden % q_heads or shapes[1][2] != kv_heads * self.key_size
+                or shapes[2][2] % kv_heads or min(self.key_size, self.value_size) < 1):
+            raise ctx.error(f"expected at least one step, query's last axis a multiple of "
+                            f"q_num_heads ({q_heads}) and key's and value's of kv_num_heads "
+                            f"({kv_heads}) with key's head size query's (at least 1), found "
+                            f"shapes {[list(s) for s in shapes]}")
+        self.q_heads, self.kv_heads = q_heads, kv_heads
+
+    def wide(self, x: Expr) -> Expr:
+        """``x`` in float32 (the precision of the recurrence)."""
+        return x if self.dtype == "float32" else relay.cast(x, dtype="float32")
+
+    def by_step(self, x: Expr, shape: tuple[int, ...]) -> list[Expr]:
+        """(batch, steps, ...) ``x`` as one ``shape`` tensor per step."""
+        parts = [x] if self.steps == 1 else \
+            [relay.split(x, indices_or_sections=self.steps, axis=1)[t]
+             for t in range(self.steps)]
+        return [relay.reshape(p, newshape=shape) for p in parts]
+
+    def input_by_step(self, index: int, shape: tuple[int, ...]) -> list[Expr]:
+        """Input ``index`` (batch, steps, ...) in float32, one ``shape`` tensor per step."""
+        return self.by_step(self.wide(self.ctx.input(index)), shape)
+
+    def gate_by_step(self, index: int, name: str, sizes: dict[int, tuple[int, ...]],
+                     ) -> list[Expr]:
+        """decay or beta (input ``index``): its last axis's size picks the per-step shape
+        among ``sizes``."""
+        ctx = self.ctx
+        shape = ctx.shape(index)
+        if ctx.dtype(index) != self.dtype:
+            raise ctx.error(f"expected {name} (input {index}) of type {self.dtype} (query's), "
+                            f"found {ctx.dtype(index)}")
+        if len(shape) != 3 or shape[:2] != (self.batch, self.steps) or shape[2] not in sizes:
+            raise ctx.error(f"expected {name} of shape [{self.batch}, {self.steps}, n] with n "
+                            f"in {sorted(sizes)}, found {list(shape)}")
+        x = self.wide(ctx.input(index))
+        return self.by_step(relay.exp(x) if name == "decay" else x, sizes[shape[2]])
+
+    def initial_state(self) -> Expr:
+        """past_state (input 3) in float32, or zeros."""
+        ctx = self.ctx
+        want = (self.batch, self.kv_heads, self.key_size, self.value_size)
+        if not ctx.has_input(3):
+            return const(np.zeros(want, np.float32))
+        _float_input(ctx, 3, "past_state")
+        if tuple(ctx.shape(3)) != want:
+            raise ctx.error(f"expected past_state of shape {list(want)}, found "
+                            f"{list(ctx.shape(3))}")
+        state = ctx.input(3)
+        return state if ctx.dtype(3) == "float32" else relay.cast(state, dtype="float32")
+
+
+@computed_in_float32
+def _linear_attention(ctx: NodeContext) -> Sequence[Value]:
+    """ONNX LinearAttention becomes its recurrence unrolled over the steps (known while
+    compiling): per step ``exp`` decay products (gated), the delta correction (``matmul``
+    of the key with the state), the outer-product update and a ``matmul`` of the query with
+    the state, in float32; every update_rule, per-head or per-key decay, per-head or shared
+    beta, grouped heads, scale and past_state. chunk_size (a tuning hint) is ignored."""
+    rule = ctx.attr("update_rule", "gated_delta")
+    if rule not in _UPDATE_RULES:
+        raise ctx.error(f"expected update_rule among {', '.join(_UPDATE_RULES)}, found "
+                        f"{rule!r}")
+    gating, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
+    for index, name, needed in ((4, "decay", gating), (5, "beta", delta)):
+        if ctx.has_input(index) != needed:
+            raise ctx.error(f"expected {'a' if needed else 'no'} {name} (input {index}) with "
+                            f"update_rule {rule!r}, found {'none' if needed else 'one'}")
+    rec = _Recurrence(ctx)
+    batch, kv, dk, dv = rec.batch, rec.kv_heads, rec.key_size, rec.value_size
+    group = rec.q_heads // kv
+    queries = rec.input_by_step(0, (batch, kv, group, dk))
+    keys = rec.input_by_step(1, (batch, kv, dk, 1))
+    values = rec.input_by_step(2, (batch, kv, 1, dv))
+    decays = rec.gate_by_step(4, "decay", {kv: (batch, kv, 1, 1),
+                                           kv * dk: (batch, kv, dk, 1)}) if gating else []
+    betas = rec.gate_by_step(5, "beta", {kv: (batch, kv, 1, 1),
+                                         1: (batch, 1, 1, 1)}) if delta else []
+    state = rec.initial_state()
+    outs = []
+    for t in range(rec.steps):
+        if gating:
+            state = relay.multiply(state, decays[t])
+        value = values[t]
+        if delta:
+            key_row = relay.reshape(keys[t], newshape=(batch, kv, 1, dk))
+            value = relay.multiply(betas[t],
+                                   relay.subtract(value, relay.matmul(key_row, state)))
+        state = relay.add(state, relay.multiply(keys[t], value))
+        read = relay.matmul(queries[t], state)  # (batch, kv heads, group, dv)
+        outs.append(relay.reshape(read, newshape=(batch, 1, rec.q_heads * dv)))
+    out = outs[0] if len(outs) == 1 else relay.concatenate(outs, axis=1)
+    scale = float(ctx.attr("scale", 0.0)) or 1.0 / math.sqrt(dk)
+    out = relay.multiply(out, const(scale, "float32"))
+    state_dtype = ctx.dtype(3) if ctx.has_input(3) else rec.dtype
+    return [out if rec.dtype == "float32" else relay.cast(out, dtype=rec.dtype),
+            state if state_dtype == "float32" else relay.cast(state, dtype=state_dtype)]
+
+
+# -- TensorScatter, SwiGLU --------------------------------------------------------------------
+def _tensor_scatter(ctx: NodeContext) -> Value:
+    """ONNX TensorScatter (a KV-cache write) becomes ``scatter_elements`` along the sequence
+    axis with the positions write_indices + step (modulo the cache length in circular mode):
+    constant when write_indices is known or absent, else ``add`` (and ``floor_mod``) at run
+    time."""
+    mode = ctx.attr("mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise ctx.error(f"expected mode 'linear' or 'circular', found {mode!r}")
+    past, update = ctx.shape(0), ctx.shape(1)
+    rank = len(past)
+    axis = int(ctx.attr("axis", -2))
+    if rank < 2 or not -rank <= axis < rank or axis % rank == 0:
+        raise ctx.error(f"expected an axis in [{1 - rank}, {rank}) other than the batch axis "
+                        f"(0) of the {rank}-D cache, found {axis}")
+    axis %= rank
+    if ctx.dtype(1) != ctx.dtype(0):
+        raise ctx.error(f"expected update of type {ctx.dtype(0)} (past_cache's), "
+                        f"found {ctx.dtype(1)}")
+    if len(update) != rank or update[axis] > past[axis] or any(
+            u != p for a, (u, p) in enumerate(zip(update, past)) if a != axis):
+        raise ctx.error(f"expected update of past_cache's shape {list(past)} but at most as "
+                        f"long along axis {axis}, found {list(update)}")
+    size, batch = past[axis], past[0]
+    steps = np.arange(update[axis], dtype=np.int64).reshape(
+        [update[axis] if a == axis else 1 for a in range(rank)])
+    row = (batch, *[1] * (rank - 1))
+    if not ctx.has_input(2) or ctx.is_known(2):
+        if ctx.has_input(2) and ctx.known(2).shape != (batch,):
+            raise ctx.error(f"expected write_indices of shape [{batch}], found "
+                            f"{list(ctx.known(2).shape)}")
+        start = ctx.known(2).astype(np.int64) if ctx.has_input(2) else np.zeros(batch, np.int64)
+        index = start.reshape(row) + steps
+        if mode == "circular":
+            index %= size
+        elif np.any(start < 0) or np.any(index >= size):
+            raise ctx.error(f"expected write_indices in [0, {size - update[axis]}] (linear "
+                            f"mode), found {start.tolist()}")
+        indices: Expr = const(np.ascontiguousarray(np.broadcast_to(index, update)))
+    else:
+        if tuple(ctx.shape(2)) != (batch,) or ctx.dtype(2) != "int64":
+            raise ctx.error(f"expected write_indices of shape [{batch}] and type int64, found "
+                            f"{list(ctx.shape(2))} of type {ctx.dtype(2)}")
+        indices = relay.add(relay.reshape(ctx.input(2), newshape=row), const(steps))
+        if mode == "circular":
+            indices = relay.floor_mod(indices, const(np.asarray(size, np.int64)))
+        indices = relay.broadcast_to(indices, shape=update)
+    return relay.scatter_elements(ctx.input(0), indices, ctx.input(1), axis=axis)
+
+
+@computed_in_float32
+def _swiglu(ctx: NodeContext) -> Value:
+    """ONNX SwiGLU becomes A * ``sigmoid``(alpha * A) * B (``multiply``); A and B of one
+    shape and type."""
+    dtype = _float_input(ctx, 0, "A")
+    if ctx.dtype(1) != dtype or ctx.shape(1) != ctx.shape(0):
+        raise ctx.error(f"expected B of A's shape {list(ctx.shape(0))} and type {dtype}, "
+                        f"found {list(ctx.shape(1))} of type {ctx.dtype(1)}")
+    a = ctx.input(0)
+    alpha = float(ctx.attr("alpha", 1.0))
+    gate = a if alpha == 1.0 else relay.multiply(a, const(alpha, dtype))
+    return relay.multiply(relay.multiply(a, relay.sigmoid(gate)), ctx.input(1))
+
+
 #: The converter of each ONNX operator type this module handles.
 CONVERTERS: dict[str, Entry] = {
     "Attention": _attention,
     "RotaryEmbedding": _rotary_embedding,
+    "ai.onnx.preview.FlexAttention": _flex_attention,
+    "LinearAttention": _linear_attention,
+    "TensorScatter": _tensor_scatter,
+    "SwiGLU": _swiglu,
 }

@@ -27,16 +27,6 @@ _F32 = "float32"
 _NOTE = "bfloat16 is computed in float32 and rounded once."
 
 
-def _dtype_of(ctx: NodeContext, index: int) -> str | None:
-    """The dtype of input ``index`` (None when it is absent or not a tensor)."""
-    if not ctx.has_input(index):
-        return None
-    if ctx.is_known(index):
-        return ctx.known(index).dtype.name
-    ty = ctx.input(index).checked_type
-    return ty.dtype if isinstance(ty, TensorType) else None
-
-
 def _widen(expr: Expr) -> Expr:
     ty = expr.checked_type
     if isinstance(ty, TensorType) and ty.dtype == _BF16:
@@ -66,7 +56,7 @@ def computed_in_float32(convert: Converter) -> Converter:
 
     @functools.wraps(convert)
     def wrapped(ctx: NodeContext) -> Value | list[Value]:
-        if _dtype_of(ctx, 0) != _BF16:
+        if ctx.dtype(0) != _BF16:
             return convert(ctx)
         result = convert(ctx.mapped(_widen, _widen_array))
         if isinstance(result, (list, tuple)):

@@ -122,6 +122,13 @@ class NodeContext:
             return [int(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
         return None
 
+    def dtype(self, index: int) -> str:
+        """The dtype of input ``index``; a known input stays known (it does not become a
+        graph value)."""
+        if self.is_known(index):
+            return self.known(index).dtype.name
+        return str(self.tensor_type(index).dtype)
+
     def tensor_type(self, index: int) -> TensorType:
         """The static type of input ``index``."""
         ty = self.input(index).checked_type

@@ -25,7 +25,7 @@ __all__ = ["CONVERTERS", "legacy_broadcast"]
 
 def _scalar(ctx: NodeContext, value: float) -> Expr:
     """``value`` as a constant of input 0's dtype."""
-    return const(value, str(ctx.tensor_type(0).dtype))
+    return const(value, ctx.dtype(0))
 
 
 def _float_attr(ctx: NodeContext, name: str, default: float) -> float:
@@ -89,8 +89,8 @@ def _unary(op: Callable[[Expr], Expr]) -> Converter:
 def _pow(ctx: NodeContext) -> Value:
     """Becomes ``power``, the exponent first cast to the base's dtype."""
     base, exponent = ctx.input(0), ctx.input(1)
-    dtype = str(ctx.tensor_type(0).dtype)
-    if str(ctx.tensor_type(1).dtype) != dtype:
+    dtype = ctx.dtype(0)
+    if ctx.dtype(1) != dtype:
         exponent = relay.cast(exponent, dtype=dtype)
     return relay.power(base, exponent)
 
@@ -300,7 +300,7 @@ def _shrink(ctx: NodeContext) -> Value:
     """Becomes ``where(x < -lambd, x + bias, where(x > lambd, x - bias, 0))``; integer inputs
     are computed in float64 and cast back (truncating toward zero)."""
     lambd, bias = _float_attr(ctx, "lambd", 0.5), _float_attr(ctx, "bias", 0.0)
-    dtype = str(ctx.tensor_type(0).dtype)
+    dtype = ctx.dtype(0)
     x = ctx.input(0)
     work = dtype if dtype.startswith("float") else "float64"
     if work != dtype:

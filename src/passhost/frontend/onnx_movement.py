@@ -162,7 +162,7 @@ def _eye_like(ctx: NodeContext) -> Value:
     if len(shape) != 2:
         raise ctx.error(f"expected a 2-D input, found shape {list(shape)}")
     code = ctx.attr("dtype")
-    dtype = str(ctx.tensor_type(0).dtype) if code is None else onnx_dtype(ctx, code)
+    dtype = ctx.dtype(0) if code is None else onnx_dtype(ctx, code)
     return np.eye(shape[0], shape[1], k=int(ctx.attr("k", 0)), dtype=dtype)
 
 
@@ -238,7 +238,7 @@ def _reshape(ctx: NodeContext) -> Value:
         raise ctx.error(f"expected a shape of {size} elements (input shape {list(shape)}), "
                         f"found {target}")
     if 0 in out:
-        return np.zeros(out, dtype=str(ctx.tensor_type(0).dtype))
+        return np.zeros(out, dtype=ctx.dtype(0))
     return relay.reshape(ctx.input(0), newshape=tuple(out))
 
 
@@ -340,7 +340,7 @@ def _split(ctx: NodeContext) -> Sequence[Value]:
     bounds = tuple(b for b, size in zip(starts, sizes) if size and b)
     whole = ctx.input(0)
     pieces = relay.split(whole, indices_or_sections=bounds, axis=axis) if bounds else None
-    dtype = str(ctx.tensor_type(0).dtype)
+    dtype = ctx.dtype(0)
     out: list[Value] = []
     for start, size in zip(starts, sizes):
         if size == 0:
@@ -401,7 +401,7 @@ def _pad_v2(ctx: NodeContext) -> Value:
     pads = ctx.attr("pads")
     if pads is None:
         raise ctx.error("expected attribute 'pads', found none")
-    value = _exact(np.asarray(ctx.attr("value", 0.0), dtype=str(ctx.tensor_type(0).dtype)))
+    value = _exact(np.asarray(ctx.attr("value", 0.0), dtype=ctx.dtype(0)))
     return _pad_of(ctx, [int(p) for p in pads], list(range(ndim)), value, _PAD_MODES)
 
 
@@ -411,7 +411,7 @@ def _pad_v11(modes: Sequence[str]) -> Entry:
         pads = _shape_input(ctx, 1, "the pads")
         axes = _shape_input(ctx, 3, "the axes") if ctx.has_input(3) else list(range(ndim))
         value = _scalar_expr(ctx, 2) if ctx.has_input(2) else \
-            _exact(np.zeros((), str(ctx.tensor_type(0).dtype)))
+            _exact(np.zeros((), ctx.dtype(0)))
         return _pad_of(ctx, pads, axes, value, modes)
 
     convert.__doc__ = (

@@ -24,10 +24,6 @@ _FLOAT_WIDTH = {"float16": 0, "bfloat16": 0, "float32": 1, "float64": 2}
 _STASH_DTYPES = {1: "float32", 11: "float64"}
 
 
-def _dtype(ctx: NodeContext, index: int) -> str:
-    return str(ctx.tensor_type(index).dtype)
-
-
 def _as(expr: Expr, have: str, want: str) -> Expr:
     """``expr`` (of dtype ``have``) cast to ``want`` when they differ."""
     return expr if have == want else relay.cast(expr, dtype=want)
@@ -88,7 +84,7 @@ def _group_norm(ctx: NodeContext, per_group: bool) -> Value:
     if groups < 1 or channels % groups:
         raise ctx.error(f"expected num_groups dividing the {channels} channels, found "
                         f"{groups}")
-    dtype = _dtype(ctx, 0)
+    dtype = ctx.dtype(0)
     work = _work_dtype(ctx, dtype)
     params = []
     for i in (1, 2):
@@ -100,7 +96,7 @@ def _group_norm(ctx: NodeContext, per_group: bool) -> Value:
         else:
             _vector(ctx, i, channels, "one value per channel")
             param = ctx.input(i)
-        params.append(_as(param, _dtype(ctx, i), work))
+        params.append(_as(param, ctx.dtype(i), work))
     out = nn.group_norm(_as(ctx.input(0), dtype, work), *params, num_groups=groups, axis=1,
                         epsilon=float(ctx.attr("epsilon", 1e-5)))
     return _as(out, work, dtype)
@@ -156,10 +152,10 @@ def _trailing_norm(ctx: NodeContext, indices: Sequence[int], work: str, out_dtyp
     size = math.prod(shape[axis:])
     flat = [_flat_param(ctx, i, shape[axis:]) for i in indices]
     after = any(p is None for p in flat)
-    params = [None if after or p is None else _as(p, _dtype(ctx, i), work)
+    params = [None if after or p is None else _as(p, ctx.dtype(i), work)
               for p, i in zip(flat, indices)]
     merged = (*shape[:axis], size)
-    data = _as(ctx.input(0), _dtype(ctx, 0), work)
+    data = _as(ctx.input(0), ctx.dtype(0), work)
     if merged != shape:
         data = relay.reshape(data, newshape=merged)
     out = norm(data, params, size)
@@ -169,7 +165,7 @@ def _trailing_norm(ctx: NodeContext, indices: Sequence[int], work: str, out_dtyp
     if after:
         combine = (relay.multiply, relay.add)
         for op, i in zip(combine, indices):
-            out = op(out, _as(ctx.input(i), _dtype(ctx, i), out_dtype))
+            out = op(out, _as(ctx.input(i), ctx.dtype(i), out_dtype))
     return out
 
 
@@ -177,7 +173,7 @@ def _layer_norm(ctx: NodeContext) -> Value | list[Value]:
     """ONNX LayerNormalization becomes ``nn.layer_norm`` over the axes [axis, rank)
     (flattened into one); the optional Mean and InvStdDev outputs are computed in the
     stash_type's precision (1: float32, 11: float64)."""
-    dtype = _dtype(ctx, 0)
+    dtype = ctx.dtype(0)
     work = _work_dtype(ctx, dtype)
     epsilon = float(ctx.attr("epsilon", 1e-5))
 
@@ -200,7 +196,7 @@ def _mean_inv_std(ctx: NodeContext, epsilon: float) -> list[Expr]:
     shape = ctx.shape(0)
     axis = axis_index(ctx, int(ctx.attr("axis", -1)), len(shape))
     stash = _stash(ctx)
-    x = _as(ctx.input(0), _dtype(ctx, 0), stash)
+    x = _as(ctx.input(0), ctx.dtype(0), stash)
     axes = tuple(range(axis, len(shape)))
     mean = relay.mean(x, axis=axes, keepdims=True)
     centred = relay.subtract(x, mean)
@@ -211,7 +207,7 @@ def _mean_inv_std(ctx: NodeContext, epsilon: float) -> list[Expr]:
 def _rms_norm(ctx: NodeContext) -> Value:
     """ONNX RMSNormalization becomes ``nn.rms_norm`` over the axes [axis, rank) (flattened
     into one); the result has the scale's dtype."""
-    dtype, out_dtype = _dtype(ctx, 0), _dtype(ctx, 1)
+    dtype, out_dtype = ctx.dtype(0), ctx.dtype(1)
     work = _work_dtype(ctx, dtype, out_dtype)
     epsilon = float(ctx.attr("epsilon", 1e-5))
 
@@ -248,7 +244,7 @@ def _mvn(ctx: NodeContext) -> Value:
     x = ctx.input(0)
     centred = relay.subtract(x, relay.mean(x, axis=axes, keepdims=True))
     var = relay.mean(relay.multiply(centred, centred), axis=axes, keepdims=True)
-    std = relay.add(relay.sqrt(var), const(1e-9, _dtype(ctx, 0)))
+    std = relay.add(relay.sqrt(var), const(1e-9, ctx.dtype(0)))
     return relay.divide(centred, std)
 
 
@@ -281,7 +277,7 @@ def _nll_loss_of(ctx: NodeContext, log_prob: Expr) -> Expr:
         _vector(ctx, 2, shape[1], "one weight per class")
         weights = ctx.input(2)
     else:
-        weights = const(np.ones(shape[1], _dtype(ctx, 0)))
+        weights = const(np.ones(shape[1], ctx.dtype(0)))
     ignore = ctx.attr("ignore_index")
     return nn.nll_loss(log_prob, ctx.input(1), weights, reduction=reduction,
                        ignore_index=None if ignore is None else int(ignore))

@@ -23,10 +23,6 @@ from passhost.relay.expr import Expr, const
 __all__ = ["CONVERTERS", "along_softmax_axis", "axis_index", "matmul_any_rank"]
 
 
-def _dtype(ctx: NodeContext, index: int = 0) -> str:
-    return str(ctx.tensor_type(index).dtype)
-
-
 def axis_index(ctx: NodeContext, axis: int, ndim: int) -> int:
     """``axis`` (negative counts from the end) as an index into ``ndim`` axes."""
     if not -ndim <= axis < ndim:
@@ -51,7 +47,7 @@ def _gemm(ctx: NodeContext) -> Value:
         a = relay.transpose(a, axes=(1, 0))
     if not ctx.attr("transB", 0):
         b = relay.transpose(b, axes=(1, 0))
-    dtype = _dtype(ctx)
+    dtype = ctx.dtype(0)
     out = nn.dense(a, b)
     alpha, beta = float(ctx.attr("alpha", 1.0)), float(ctx.attr("beta", 1.0))
     if alpha != 1.0:

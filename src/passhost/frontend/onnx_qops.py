@@ -41,13 +41,6 @@ _QLINEAR_DTYPES = ("int8", "uint8")
 _SCALE_DTYPES = ("float32", "float16", "bfloat16")
 
 
-def _dtype_of(ctx: NodeContext, index: int) -> str:
-    """The dtype of input ``index``, without turning a known input into a graph parameter."""
-    if ctx.is_known(index):
-        return ctx.known(index).dtype.name
-    return str(ctx.tensor_type(index).dtype)
-
-
 def _check_dtype(ctx: NodeContext, what: str, dtype: str, allowed: tuple[str, ...]) -> str:
     if dtype not in allowed:
         raise ctx.error(f"expected {what} of type {', '.join(allowed)}, found {dtype}")
@@ -59,12 +52,12 @@ def _value(ctx: NodeContext, index: int, dtype: str) -> Expr:
     if ctx.is_known(index):
         return const(ctx.known(index), dtype)
     value = ctx.input(index)
-    return value if _dtype_of(ctx, index) == dtype else relay.cast(value, dtype=dtype)
+    return value if ctx.dtype(index) == dtype else relay.cast(value, dtype=dtype)
 
 
 def _scale(ctx: NodeContext, index: int, dtype: str = "float32") -> Expr:
     """Scale input ``index`` (float32, float16 or bfloat16) as a ``dtype`` expression."""
-    _check_dtype(ctx, f"the scale (input {index})", _dtype_of(ctx, index), _SCALE_DTYPES)
+    _check_dtype(ctx, f"the scale (input {index})", ctx.dtype(index), _SCALE_DTYPES)
     return _value(ctx, index, dtype)
 
 
@@ -145,7 +138,7 @@ def _quantized_dtype(ctx: NodeContext) -> str:
     code = int(ctx.attr("output_dtype", 0))
     wanted = _type_name(ctx, code, "output_dtype") if code else None
     if ctx.has_input(2):
-        found = _dtype_of(ctx, 2)
+        found = ctx.dtype(2)
         if wanted is not None and found != wanted:
             raise ctx.error(f"expected a {wanted} zero point (output_dtype), found {found}")
         wanted = found
@@ -157,7 +150,7 @@ def _quantize_linear(ctx: NodeContext) -> Value:
     """ONNX QuantizeLinear becomes ``qnn.quantize`` with halves rounded to even, per tensor,
     per axis or per block; x / scale is computed in ``precision`` (default x's type). Not
     supported: the float8, int4, int2 and float4 output types."""
-    x_dtype = _check_dtype(ctx, "x (input 0)", _dtype_of(ctx, 0), (*_SCALE_DTYPES, "int32"))
+    x_dtype = _check_dtype(ctx, "x (input 0)", ctx.dtype(0), (*_SCALE_DTYPES, "int32"))
     out_dtype = _quantized_dtype(ctx)
     layout = _layout(ctx)
     code = ctx.attr("precision")
@@ -190,12 +183,12 @@ def _dequantize_linear(ctx: NodeContext) -> Value:
     """ONNX DequantizeLinear becomes ``qnn.dequantize`` (per tensor or per axis), or
     (x - zero_point) * scale in float32 per block; the result has the scale's type or
     ``output_dtype``. Not supported: the float8, int4, int2 and float4 input types."""
-    x_dtype = _check_dtype(ctx, "x (input 0)", _dtype_of(ctx, 0), (*QUANTIZE_DTYPES, "int32"))
-    if ctx.has_input(2) and _dtype_of(ctx, 2) != x_dtype:
+    x_dtype = _check_dtype(ctx, "x (input 0)", ctx.dtype(0), (*QUANTIZE_DTYPES, "int32"))
+    if ctx.has_input(2) and ctx.dtype(2) != x_dtype:
         raise ctx.error(f"expected a {x_dtype} zero point (x's type), found "
-                        f"{_dtype_of(ctx, 2)}")
+                        f"{ctx.dtype(2)}")
     layout = _layout(ctx)
-    scale_dtype = _check_dtype(ctx, "the scale (input 1)", _dtype_of(ctx, 1), _SCALE_DTYPES)
+    scale_dtype = _check_dtype(ctx, "the scale (input 1)", ctx.dtype(1), _SCALE_DTYPES)
     code = int(ctx.attr("output_dtype", 0))
     out_dtype = _type_name(ctx, code, "output_dtype") if code else scale_dtype
     _check_dtype(ctx, "output_dtype", out_dtype, _SCALE_DTYPES)
@@ -214,7 +207,7 @@ def _dequantize_linear(ctx: NodeContext) -> Value:
 # -- QLinearConv / QLinearMatMul ----------------------------------------------------------------
 def _output_dtype(ctx: NodeContext) -> str:
     """The output type of QLinearConv and QLinearMatMul: y_zero_point's (input 7)."""
-    return _check_dtype(ctx, "y_zero_point", _dtype_of(ctx, 7), _QLINEAR_DTYPES)
+    return _check_dtype(ctx, "y_zero_point", ctx.dtype(7), _QLINEAR_DTYPES)
 
 
 def _requantize(ctx: NodeContext, acc: Expr, multiplier: Expr) -> Expr:
@@ -257,8 +250,8 @@ def _qlinear_conv(ctx: NodeContext) -> Value:
     ONNX does (float64 product with x_scale * w_scale / y_scale, halves to even); weights
     per tensor or per output channel."""
     _require_inputs(ctx, 8)
-    _check_dtype(ctx, "x", _dtype_of(ctx, 0), _QLINEAR_DTYPES)
-    w_dtype = _check_dtype(ctx, "w", _dtype_of(ctx, 3), _QLINEAR_DTYPES)
+    _check_dtype(ctx, "x", ctx.dtype(0), _QLINEAR_DTYPES)
+    w_dtype = _check_dtype(ctx, "w", ctx.dtype(3), _QLINEAR_DTYPES)
     attrs = conv2d_attrs(ctx, weight_index=3)
     channels = int(attrs["channels"])  # type: ignore[call-overload]
     for index in (1, 2, 6, 7):
@@ -266,15 +259,15 @@ def _qlinear_conv(ctx: NodeContext) -> Value:
     where = "the weight's output channels"
     for index in (4, 5):
         _per_channel(ctx, index, channels, where)
-    if _dtype_of(ctx, 5) != w_dtype:
+    if ctx.dtype(5) != w_dtype:
         raise ctx.error(f"expected a {w_dtype} w_zero_point (w's type), found "
-                        f"{_dtype_of(ctx, 5)}")
+                        f"{ctx.dtype(5)}")
     scales = [_flat(_scale(ctx, i), tuple(ctx.shape(i))) for i in (1, 4)]
     zero_points = [_flat(_zero_point(ctx, i), tuple(ctx.shape(i))) for i in (2, 5)]
     acc = qnn.conv2d(ctx.input(0), ctx.input(3), *zero_points, *scales, out_dtype="int32",
                      **attrs)
     if ctx.has_input(8):
-        _check_dtype(ctx, "the bias B", _dtype_of(ctx, 8), ("int32",))
+        _check_dtype(ctx, "the bias B", ctx.dtype(8), ("int32",))
         acc = nn.bias_add(acc, ctx.input(8), axis=1)
     multiplier = _multiplier(ctx, 1, 4, "float32")
     if math.prod(ctx.shape(4)) != 1:
@@ -296,13 +289,13 @@ def _qlinear_matmul(ctx: NodeContext) -> Value:
     a_scale * b_scale / y_scale computed in the scales' type, halves to even); B per tensor
     or per column."""
     _require_inputs(ctx, 8)
-    a_dtype = _check_dtype(ctx, "a", _dtype_of(ctx, 0), _QLINEAR_DTYPES)
-    b_dtype = _check_dtype(ctx, "b", _dtype_of(ctx, 3), _QLINEAR_DTYPES)
+    a_dtype = _check_dtype(ctx, "a", ctx.dtype(0), _QLINEAR_DTYPES)
+    b_dtype = _check_dtype(ctx, "b", ctx.dtype(3), _QLINEAR_DTYPES)
     for index, want in ((2, a_dtype), (5, b_dtype)):
-        if _dtype_of(ctx, index) != want:
+        if ctx.dtype(index) != want:
             raise ctx.error(f"expected a {want} zero point (input {index}), found "
-                            f"{_dtype_of(ctx, index)}")
-    scale_dtypes = {_dtype_of(ctx, i) for i in (1, 4, 6)}
+                            f"{ctx.dtype(index)}")
+    scale_dtypes = {ctx.dtype(i) for i in (1, 4, 6)}
     if len(scale_dtypes) != 1:
         raise ctx.error(f"expected a_scale, b_scale and y_scale of one type, found "
                         f"{sorted(scale_dtypes)}")
@@ -331,7 +324,7 @@ def _dynamic_quantize_linear(ctx: NodeContext) -> list[Value]:
     """ONNX DynamicQuantizeLinear becomes ``min``/``max`` of x (widened to include 0), the
     uint8 scale (max - min) / 255 (1 where that is 0, as onnxruntime for all zeros) and zero
     point, and ``qnn.quantize`` (halves to even)."""
-    _check_dtype(ctx, "x (input 0)", _dtype_of(ctx, 0), ("float32",))
+    _check_dtype(ctx, "x (input 0)", ctx.dtype(0), ("float32",))
     x = ctx.input(0)
     zero = const(np.float32(0.0))
     high = relay.maximum(relay.max(x), zero)
@@ -349,17 +342,17 @@ def _dynamic_quantize_linear(ctx: NodeContext) -> list[Value]:
 
 
 def _integer_zero_point(ctx: NodeContext, index: int, data_index: int, where: str) -> None:
-    if ctx.has_input(index) and _dtype_of(ctx, index) != _dtype_of(ctx, data_index):
+    if ctx.has_input(index) and ctx.dtype(index) != ctx.dtype(data_index):
         raise ctx.error(f"expected the {where} zero point (input {index}) of input "
-                        f"{data_index}'s type {_dtype_of(ctx, data_index)}, found "
-                        f"{_dtype_of(ctx, index)}")
+                        f"{data_index}'s type {ctx.dtype(data_index)}, found "
+                        f"{ctx.dtype(index)}")
 
 
 def _matmul_integer(ctx: NodeContext) -> Value:
     """ONNX MatMulInteger becomes an int32 ``matmul`` of the zero-point-shifted inputs; A's
     zero point is a scalar or one per row, B's a scalar or one per column."""
     for index, name in ((0, "A"), (1, "B")):
-        _check_dtype(ctx, name, _dtype_of(ctx, index), _QLINEAR_DTYPES)
+        _check_dtype(ctx, name, ctx.dtype(index), _QLINEAR_DTYPES)
     a_shape, b_shape = tuple(ctx.shape(0)), tuple(ctx.shape(1))
     _integer_zero_point(ctx, 2, 0, "A's")
     _integer_zero_point(ctx, 3, 1, "B's")
@@ -389,8 +382,8 @@ def _matmul_integer(ctx: NodeContext) -> Value:
 def _conv_integer(ctx: NodeContext) -> Value:
     """ONNX ConvInteger (2-D) becomes ``qnn.conv2d`` with int32 output; x's zero point is a
     scalar, w's a scalar or one per output channel."""
-    _check_dtype(ctx, "x", _dtype_of(ctx, 0), _QLINEAR_DTYPES)
-    _check_dtype(ctx, "w", _dtype_of(ctx, 1), _QLINEAR_DTYPES)
+    _check_dtype(ctx, "x", ctx.dtype(0), _QLINEAR_DTYPES)
+    _check_dtype(ctx, "w", ctx.dtype(1), _QLINEAR_DTYPES)
     _integer_zero_point(ctx, 2, 0, "x's")
     _integer_zero_point(ctx, 3, 1, "w's")
     attrs = conv2d_attrs(ctx, weight_index=1)

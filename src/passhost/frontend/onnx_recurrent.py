@@ -116,7 +116,7 @@ class _Layer:
         self.layout = int(ctx.attr("layout", 0))
         if self.layout not in (0, 1):
             raise ctx.error(f"expected layout 0 or 1, found {self.layout}")
-        self.dtype = str(ctx.tensor_type(0).dtype)
+        self.dtype = ctx.dtype(0)
         if self.dtype not in _FLOAT_DTYPES:
             raise ctx.error(f"expected X of type {', '.join(_FLOAT_DTYPES)}, found "
                             f"{self.dtype}")
@@ -158,7 +158,7 @@ class _Layer:
             raise self.ctx.error(f"expected {name} (input {index}) of shape {list(expected)}, "
                                  f"found {list(shape)}")
         found = self.ctx.known(index).dtype.name if self.ctx.is_known(index) \
-            else str(self.ctx.tensor_type(index).dtype)
+            else self.ctx.dtype(index)
         if found != self.dtype:
             raise self.ctx.error(f"expected {name} (input {index}) of type {self.dtype} (X's), "
                                  f"found {found}")
@@ -242,7 +242,7 @@ class _Layer:
                 return [None] * self.seq
             lens_expr: Expr = const(lens.astype(np.int32))
         else:
-            dtype = str(ctx.tensor_type(4).dtype)
+            dtype = ctx.dtype(4)
             if dtype != "int32":
                 raise ctx.error(f"expected sequence_lens of type int32, found {dtype}")
             lens_expr = ctx.input(4)

@@ -72,7 +72,7 @@ def _mean(ctx: NodeContext) -> Value:
     total = _fold_inputs(ctx, relay.add)
     if ctx.num_inputs == 1:
         return total
-    return relay.divide(total, const(ctx.num_inputs, str(ctx.tensor_type(0).dtype)))
+    return relay.divide(total, const(ctx.num_inputs, ctx.dtype(0)))
 
 
 # -- reductions ----------------------------------------------------------------------------------
@@ -90,7 +90,7 @@ def _reduced_axes(ctx: NodeContext, ndim: int) -> tuple[int, ...]:
 def _reduce(ctx: NodeContext, build: _Build, identity: _Identity) -> Value:
     """A Reduce* node: its axes, ``keepdims``, and the empty-set and empty-output cases."""
     shape = ctx.shape(0)
-    dtype = np.dtype(str(ctx.tensor_type(0).dtype))
+    dtype = np.dtype(ctx.dtype(0))
     axes = _reduced_axes(ctx, len(shape))
     keepdims = bool(ctx.attr("keepdims", 1))
     if keepdims:
@@ -278,7 +278,7 @@ def _topk_of(ctx: NodeContext, k: list[int] | None) -> list[Value]:
                         f"found {k[0]}")
     out_shape = tuple(k[0] if i == axis else d for i, d in enumerate(shape))
     if 0 in out_shape:
-        dtype = str(ctx.tensor_type(0).dtype)
+        dtype = ctx.dtype(0)
         return [np.zeros(out_shape, dtype=dtype), np.zeros(out_shape, dtype="int64")]
     out = relay.topk(ctx.input(0), k=k[0], axis=axis, largest=bool(ctx.attr("largest", 1)))
     return [out[0], out[1]]

@@ -42,6 +42,8 @@ CONVERTER_MODULES = (
     "passhost.frontend.onnx_resize",
     "passhost.frontend.onnx_recurrent",
     "passhost.frontend.onnx_attention",
+    "passhost.frontend.onnx_vision",
+    "passhost.frontend.onnx_signal",
 )
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")

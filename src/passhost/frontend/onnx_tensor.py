@@ -50,7 +50,7 @@ def _cast_to(ctx: NodeContext, dtype: str) -> Value:
     """Input 0 converted to ``dtype`` (NumPy's conversion, which is ONNX's for these types:
     floats to integers truncate toward zero, out-of-range floats overflow to infinities,
     integers wrap around, zero is false and everything else true)."""
-    if str(ctx.tensor_type(0).dtype) == dtype:
+    if ctx.dtype(0) == dtype:
         return ctx.input(0)
     return relay.cast(ctx.input(0), dtype=dtype)
 
@@ -65,10 +65,18 @@ def _cast(ctx: NodeContext) -> Value:
 
 def _cast_like(ctx: NodeContext) -> Value:
     """CastLike: ``cast`` to the dtype of input 1 (as Cast)."""
-    dtype = ctx.known(1).dtype.name if ctx.is_known(1) else str(ctx.tensor_type(1).dtype)
+    dtype = ctx.dtype(1)
     if dtype not in DTYPES:
         raise ctx.error(f"input 1 is of dtype {dtype}, which passhost has no tensors of")
     return _cast_to(ctx, dtype)
+
+
+def _bit_cast(ctx: NodeContext) -> Value:
+    """BitCast: ``bitcast`` to the dtype ``to`` of the same width (the bytes read little
+    endian, as ONNX says)."""
+    to = int(ctx.required_attr("to"))
+    dtype = passhost_dtype(to, f"{ctx.where}: attribute 'to'")
+    return relay.bitcast(ctx.input(0), dtype=dtype)
 
 
 # -- Identity, Dropout ---------------------------------------------------------------------------
@@ -188,6 +196,7 @@ CONVERTERS: dict[str, Entry] = {
     "Constant": _constant,
     "Cast": _cast,
     "CastLike": _cast_like,
+    "BitCast": _bit_cast,
     "Identity": _identity,
     "Dropout": {1: _dropout_v1, 7: _dropout_v7, 12: _dropout_v12},
     "NonZero": _nonzero,

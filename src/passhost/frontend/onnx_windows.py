@@ -165,10 +165,6 @@ def _with_bias(ctx: NodeContext, out: Expr, index: int) -> Expr:
     return nn.bias_add(out, ctx.input(index), axis=1) if ctx.has_input(index) else out
 
 
-def _dtype(ctx: NodeContext) -> str:
-    return str(ctx.tensor_type(0).dtype)
-
-
 # -- Conv and ConvTranspose -----------------------------------------------------------------
 def _conv(ctx: NodeContext) -> Value:
     """Conv becomes nn.conv2d (1-D: over a unit height axis) or nn.conv3d, plus nn.bias_add
@@ -310,7 +306,7 @@ def _lp_pool(ctx: NodeContext) -> Value:
                    for i, (o, s, d, k, n, lo) in enumerate(
                        zip(out, win.strides, win.dilations, win.kernel, spatial, win.padding)))
         win = win._replace(padding=(*win.padding[:rank], *hi))
-    p, dtype, channels = _lp_exponent(ctx), _dtype(ctx), ctx.shape(0)[1]
+    p, dtype, channels = _lp_exponent(ctx), ctx.dtype(0), ctx.shape(0)[1]
     ones = const(np.ones((channels, 1, *win.kernel), dtype=dtype))
     sums = _conv_any_rank(_abs_power(ctx.input(0), p, dtype), ones, win, channels, channels)
     return _root(sums, p, dtype)
@@ -341,7 +337,7 @@ def _global_max_pool(ctx: NodeContext) -> Value:
 @computed_in_float32
 def _global_lp_pool(ctx: NodeContext) -> Value:
     """GlobalLpPool becomes ``sum(|x| ** p) ** (1 / p)`` over the spatial axes (kept as 1)."""
-    axes, p, dtype = _spatial_axes(ctx), _lp_exponent(ctx), _dtype(ctx)
+    axes, p, dtype = _spatial_axes(ctx), _lp_exponent(ctx), ctx.dtype(0)
     return _root(relay.sum(_abs_power(ctx.input(0), p, dtype), axis=axes, keepdims=True), p,
                  dtype)
 
@@ -385,7 +381,7 @@ def _deform_conv(ctx: NodeContext) -> Value:
         mask: Expr = ctx.input(4)
     else:
         n, _, oh, ow = ctx.shape(2)
-        mask = const(np.ones((n, groups * math.prod(win.kernel), oh, ow), dtype=_dtype(ctx)))
+        mask = const(np.ones((n, groups * math.prod(win.kernel), oh, ow), dtype=ctx.dtype(0)))
     out = nn.deformable_conv2d(ctx.input(0), ctx.input(2), ctx.input(1), mask,
                                strides=win.strides, padding=win.padding,
                                dilation=win.dilations, groups=_group(ctx),
@@ -407,7 +403,7 @@ def _causal_conv_with_state(ctx: NodeContext) -> Sequence[Value]:
     wshape = ctx.shape(1)
     if len(wshape) != 3 or tuple(wshape[:2]) != (channels, 1) or wshape[2] < 1:
         raise ctx.error(f"expected a ({channels}, 1, k) weight, found shape {wshape}")
-    k, dtype = wshape[2], _dtype(ctx)
+    k, dtype = wshape[2], ctx.dtype(0)
     activation = ctx.attr("activation", "none")
     if activation not in ("none", "silu", "swish"):
         raise ctx.error(f"expected activation none, silu or swish, found {activation!r}")

@@ -11,9 +11,11 @@ from passhost.relay.op import (
     qnn,
     reduce,
     search,
+    signal,
     tensor,
     transform,
     unary,
+    vision,
     windows,
 )
 from passhost.relay.op.registry import LayoutInfo, Op, OpPattern, define_op, get_op, list_ops
@@ -21,5 +23,5 @@ from passhost.relay.op.registry import LayoutInfo, Op, OpPattern, define_op, get
 __all__ = [
     "LayoutInfo", "Op", "OpPattern", "define_op", "get_op", "list_ops",
     "activation", "annotation", "image", "logic", "movement", "nn", "norm", "qnn", "reduce",
-    "search", "tensor", "transform", "unary", "windows",
+    "search", "signal", "tensor", "transform", "unary", "vision", "windows",
 ]

@@ -1,4 +1,5 @@
-"""Image operators: resizing (nearest, linear, cubic) of any axes of a tensor.
+"""Image operators: resizing (nearest, linear, cubic) of any axes of a tensor, and sampling
+channels-first data at the positions of a grid.
 
 ``resize`` follows ONNX's Resize. Each axis is resized on its own (interpolation is
 separable): output index ``x`` maps to a coordinate ``x_in`` of the input axis by the
@@ -18,10 +19,19 @@ kernel of parameter ``cubic_coeff_a``. Neighbours beyond the edges repeat the ed
 or, with ``exclude_outside``, weigh 0 (the other weights renormalised). With ``antialias``,
 a downscaling linear or cubic resize stretches its kernel by ``1 / scale`` (a low-pass
 filter). Integer data is interpolated in float64 and rounded half to even, saturating.
+
+``grid_sample`` follows ONNX's GridSample (and PyTorch's grid_sample): a position ``g`` in
+[-1, 1] along an axis of length ``n`` is the coordinate ``(g + 1) / 2 * (n - 1)`` with
+``align_corners`` (-1 and 1 are the centres of the edge elements), else
+``((g + 1) * n - 1) / 2`` (their outer edges). ``nearest`` rounds it half to even;
+``linear`` weighs the two neighbours, ``cubic`` four (Keys' kernel, ``a = -0.75``), on every
+axis. A neighbour outside the data reads 0 (``zeros``), the nearest edge element
+(``border``) or the element it lands on when reflected at -1 and 1 (``reflection``).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -41,7 +51,7 @@ from passhost.ir.types import ANY_FLOAT_DTYPES, INT_DTYPES, TensorType, Type, is
 from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.registry import ArgTypes, OpPattern, define_op
 
-__all__ = ["ResizeAttrs", "resize"]
+__all__ = ["GridSampleAttrs", "ResizeAttrs", "grid_sample", "resize"]
 
 #: The coordinate transformation modes of ``resize``.
 COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
@@ -221,10 +231,17 @@ def _resize(attrs_value: ResizeAttrs, data: np.ndarray) -> np.ndarray:
             continue
         index, weights, outside = _taps(attrs_value, n, m, scale, start, end)
         x = _resize_axis(x, axis, index, weights, outside, attrs_value.extrapolation_value)
-    if data.dtype.kind in "iu" and interpolate:
-        info = np.iinfo(data.dtype)
-        x = np.clip(np.rint(x), info.min, info.max)
+    if interpolate:
+        x = _as_dtype(x, data.dtype)
     return np.ascontiguousarray(x.astype(data.dtype, copy=False))
+
+
+def _as_dtype(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Interpolated values ``x`` as ``dtype``: integers rounded half to even, saturating."""
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        x = np.clip(np.rint(x), info.min, info.max)
+    return x.astype(dtype, copy=False)
 
 
 resize = define_op(
@@ -233,3 +250,121 @@ resize = define_op(
     description="Resize any axes to `size` (ONNX Resize): nearest, linear or cubic "
                 "interpolation, one axis at a time, with ONNX's coordinate transformation "
                 "modes, region of interest and antialiasing.")
+
+
+# -- image.grid_sample ------------------------------------------------------------------------
+#: How ``grid_sample`` treats positions outside the data.
+PADDING_MODES = ("zeros", "border", "reflection")
+
+
+@attrs_class
+class GridSampleAttrs(Attrs):
+    """Attributes of ``grid_sample``: the interpolation, how positions outside the data are
+    read, and whether -1 and 1 are the centres (else the outer edges) of the corner
+    elements."""
+
+    method: str = str_field("linear", choices=("nearest", "linear", "cubic"))
+    padding_mode: str = str_field("zeros", choices=PADDING_MODES)
+    align_corners: bool = bool_field(False)
+
+
+def _grid_sample_rel(args: ArgTypes, attrs_value: GridSampleAttrs) -> Type:
+    nearest = attrs_value.method == "nearest"
+    dtypes = (*ANY_FLOAT_DTYPES, *INT_DTYPES) + (("bool",) if nearest else ())
+    data = args.tensor(0, dtypes=dtypes)
+    rank = data.ndim - 2
+    if rank < 1:
+        args.fail(0, "a tensor (N, C, *spatial) with at least one spatial axis", data)
+    grid = args.tensor(1, dtypes=ANY_FLOAT_DTYPES)
+    if grid.ndim != data.ndim or grid.shape[0] != data.shape[0] or grid.shape[-1] != rank:
+        args.fail(1, f"a grid ({data.shape[0]}, *out, {rank}) of {rank}-D positions "
+                  f"({data.ndim}-D, as data {data})", grid)
+    out = (*data.shape[:2], *grid.shape[1:-1])
+    if 0 in data.shape[2:] and math.prod(out):
+        args.fail(0, "a tensor with non-empty spatial axes to sample", data)
+    return TensorType(out, data.dtype)
+
+
+def _reflect(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """``x`` reflected at ``lo`` and ``hi`` (again and again) until it lies between them."""
+    span = hi - lo
+    if span <= 0:
+        return np.full_like(x, lo)
+    below = x < lo
+    dist = np.where(below, lo - x, x - hi)
+    flips = np.trunc(dist / span)
+    rest = dist - flips * span
+    even = flips % 2 == 0
+    near, far = np.where(below, lo + rest, hi - rest), np.where(below, hi - rest, lo + rest)
+    return np.where(below | (x > hi), np.where(even, near, far), x)
+
+
+def _grid_taps(attrs_value: GridSampleAttrs, g: np.ndarray,
+               n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The taps of one axis of length ``n`` at normalised positions ``g``: for each, the
+    input index of every position and its weight (for ``nearest`` 1; 0 where zeros padding
+    reads outside the axis)."""
+    if attrs_value.align_corners:
+        x, lo, hi = (g + 1) / 2 * (n - 1), 0.0, n - 1.0
+    else:
+        x, lo, hi = ((g + 1) * n - 1) / 2, -0.5, n - 0.5
+    if attrs_value.method == "nearest":
+        base, offsets, weights = np.rint(x), [0], [np.ones_like(x)]
+    else:
+        base = np.floor(x)
+        frac = x - base
+        cubic = attrs_value.method == "cubic"
+        offsets = [-1, 0, 1, 2] if cubic else [0, 1]
+        weights = [_keys_kernel(np.abs(k - frac), -0.75) if cubic else 1 - np.abs(k - frac)
+                   for k in offsets]
+    taps = []
+    for k, w in zip(offsets, weights):
+        i = base + k
+        if attrs_value.padding_mode == "reflection":
+            i = np.trunc(_reflect(i, lo, hi))
+        elif attrs_value.padding_mode == "zeros":
+            w = np.where((i >= 0) & (i < n), w, 0)
+        index = np.clip(np.nan_to_num(i), 0, n - 1).astype(np.intp)
+        taps.append((index, w))
+    return taps
+
+
+def _grid_sample(attrs_value: GridSampleAttrs, data: np.ndarray,
+                 grid: np.ndarray) -> np.ndarray:
+    n, c, *spatial = data.shape
+    rank = len(spatial)
+    out_shape = (n, c, *grid.shape[1:-1])
+    if math.prod(out_shape) == 0:
+        return np.zeros(out_shape, data.dtype)
+    interpolate = attrs_value.method != "nearest"
+    wide = np.float64 in (data.dtype, grid.dtype) or data.dtype.kind in "iu"
+    work = np.dtype(np.float64 if wide else np.float32)
+    pos = grid.astype(work).reshape(n, -1, rank)
+    # Axis i of the data is position component rank - 1 - i (x, the last axis, first).
+    with np.errstate(invalid="ignore"):  # non-finite positions read index 0
+        axes = [_grid_taps(attrs_value, pos[..., rank - 1 - i], spatial[i])
+                for i in range(rank)]
+    strides = [math.prod(spatial[i + 1:]) for i in range(rank)]
+    flat = data.reshape(n, c, -1)
+    if interpolate:
+        flat = flat.astype(work)
+    out = np.zeros((n, c, pos.shape[1]), work if interpolate else data.dtype)
+    for taps in itertools.product(*axes):
+        index = sum(t[0] * s for t, s in zip(taps, strides))
+        weight = math.prod(t[1] for t in taps)
+        picked = np.take_along_axis(flat, index[:, None, :], axis=2)
+        if interpolate:
+            out += picked * weight[:, None, :]
+        else:
+            out = np.where(weight[:, None, :] > 0, picked, out)
+    out = out.reshape(out_shape)
+    return np.ascontiguousarray(_as_dtype(out, data.dtype) if interpolate else out)
+
+
+grid_sample = define_op(
+    "image.grid_sample", inputs=("data", "grid"), attrs=GridSampleAttrs,
+    type_rel=_grid_sample_rel, compute=_grid_sample, pattern=OpPattern.OPAQUE,
+    description="Sample channels-first data (N, C, *spatial) at the positions of a grid "
+                "(N, *out, rank), normalised to [-1, 1] with x (the last axis) first (ONNX "
+                "GridSample): nearest, N-linear or N-cubic interpolation; positions outside "
+                "read zeros, the border or a reflection.")

@@ -253,9 +253,11 @@ def _load_all() -> None:
         qnn,
         reduce,
         search,
+        signal,
         tensor,
         transform,
         unary,
+        vision,
         windows,
     )
 

@@ -1,9 +1,11 @@
 """Elementwise math beyond tensor.py's: trigonometric and hyperbolic functions, rounding and
-sign, and the two remainders (``mod``, ``floor_mod``).
+sign, the two remainders (``mod``, ``floor_mod``), and ``bitcast``.
 
 Notes on the reference kernels:
 
 * ``round`` rounds halves to the nearest even integer (IEEE 754's default rounding).
+* ``bitcast`` reads each element's bytes (little endian) as the target dtype, of the same
+  width; bool is one byte, 0 or 1.
 * ``mod`` is the remainder of the division truncated toward zero (C's ``fmod``, ``%`` on C
   integers): it has the sign of ``lhs``. ``floor_mod`` is the remainder of the division
   rounded down (Python's ``%``): it has the sign of ``rhs``. An integer remainder by zero gives
@@ -16,15 +18,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from passhost.ir.types import is_float_dtype
+from passhost.ir.attrs import Attrs, attrs_class, dtype_field
+from passhost.ir.types import TensorType, Type, is_float_dtype
 from passhost.relay.op.accumulate import acc_float
-from passhost.relay.op.registry import Op, OpPattern, define_op
+from passhost.relay.op.registry import ArgTypes, Op, OpPattern, define_op
 from passhost.relay.op.tensor import arithmetic_broadcast_rel, float_rel, numeric_rel, unary_op
 
 __all__ = [
     "floor", "ceil", "round", "sign",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-    "mod", "floor_mod",
+    "mod", "floor_mod", "bitcast",
 ]
 
 # -- rounding and sign --------------------------------------------------------------------------
@@ -74,3 +77,32 @@ mod = _remainder_op(
 floor_mod = _remainder_op(
     "floor_mod", np.mod,
     "Elementwise remainder of lhs / rhs rounded down (Python %; the sign of rhs).")
+
+
+# -- bitcast ------------------------------------------------------------------------------------
+@attrs_class
+class BitcastAttrs(Attrs):
+    """Attributes of ``bitcast``: the dtype the bits are read as."""
+
+    dtype: str = dtype_field(allow_empty=False)
+
+
+def _bitcast_rel(args: ArgTypes, attrs_value: BitcastAttrs) -> Type:
+    data = args.tensor(0)
+    width = np.dtype(attrs_value.dtype).itemsize
+    if np.dtype(data.dtype).itemsize != width:
+        args.fail(0, f"a tensor of {width}-byte elements (as {attrs_value.dtype})", data)
+    return TensorType(data.shape, attrs_value.dtype)
+
+
+def _bitcast(attrs_value: BitcastAttrs, x: np.ndarray) -> np.ndarray:
+    little = np.ascontiguousarray(x, dtype=x.dtype.newbyteorder("<"))
+    out = little.view(np.dtype(attrs_value.dtype).newbyteorder("<"))
+    return out.astype(attrs_value.dtype, copy=False)
+
+
+bitcast = define_op(
+    "bitcast", inputs=("data",), type_rel=_bitcast_rel, compute=_bitcast, attrs=BitcastAttrs,
+    pattern=OpPattern.ELEMWISE,
+    description="Each element's bytes (little endian) read as another dtype of the same "
+                "width; the shape stays.")

@@ -20,6 +20,14 @@ def _unary(op: Callable[..., relay.Expr], dtype: str = "float32",
     return build
 
 
+def _bitcast(source: str, target: str) -> Builder:
+    def build() -> relay.Function:
+        x = relay.var("x", shape=(2, 3), dtype=source)
+        return relay.Function([x], relay.bitcast(x, dtype=target))
+
+    return build
+
+
 def _binary(op: Callable[..., relay.Expr], dtype: str) -> Builder:
     def build() -> relay.Function:
         x = relay.var("x", shape=(2, 1, 3), dtype=dtype)
@@ -96,6 +104,8 @@ EXAMPLES: list[tuple[str, Builder]] = [
     ("mod", _remainder(relay.mod, "int32")),
     ("floor_mod", _remainder(relay.floor_mod, "float64")),
     ("floor_mod", _remainder(relay.floor_mod, "int8")),
+    ("bitcast", _bitcast("float32", "int32")),
+    ("bitcast", _bitcast("bool", "uint8")),
     ("nn.softplus", _unary(relay.nn.softplus)),
     ("nn.hardmax", _unary(relay.nn.hardmax, axis=1)),
 ]

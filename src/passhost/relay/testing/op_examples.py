@@ -28,13 +28,16 @@ def all_examples() -> list[tuple[str, Builder]]:
         examples_norm,
         examples_qnn,
         examples_reduce,
+        examples_signal,
         examples_tensor,
+        examples_vision,
         examples_windows,
     )
 
     return [*examples_nn.EXAMPLES, *examples_tensor.EXAMPLES, *examples_qnn.EXAMPLES,
             *examples_annotation.EXAMPLES, *examples_elemwise.EXAMPLES, *examples_reduce.EXAMPLES,
-            *examples_movement.EXAMPLES, *examples_windows.EXAMPLES, *examples_norm.EXAMPLES]
+            *examples_movement.EXAMPLES, *examples_windows.EXAMPLES, *examples_norm.EXAMPLES,
+            *examples_vision.EXAMPLES, *examples_signal.EXAMPLES]
 
 
 def random_inputs(func: Function, seed: int = 0) -> list[np.ndarray]:
