@@ -423,7 +423,7 @@ def test_mod_of_shape_values_folds(fmod):
     ([node("QuantizeLinear", ["x", "s", "z"])], {"s": f32(0.1), "z": np.array(0, "int32")},
      21, r"QuantizeLinear node .*int8, uint8, int16, uint16, found int32"),
     ([node("QuantizeLinear", ["x", "s"])], {"s": np.array(0.1, "float64")}, 19,
-     r"QuantizeLinear node .*scale \(input 1\) of type float32, float16, found float64"),
+     r"QuantizeLinear node .*scale \(input 1\) of type float32, float16, bfloat16, found float64"),
     ([node("QuantizeLinear", ["x", "s", "z"], axis=1)],
      {"s": f32([0.1, 0.2]), "z": np.zeros(2, "int8")}, 13,
      r"QuantizeLinear node .*scale of 3 values \(axis 1 of x, shape \[2, 3, 4\]\), found "
