@@ -13,10 +13,16 @@ onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from passhost.frontend import OnnxImportError, from_onnx  # noqa: E402
-from test_frontend_onnx import make_model, node, run_onnxruntime, run_passhost  # noqa: E402
+from test_frontend_onnx import (  # noqa: E402
+    compare,
+    make_model,
+    node,
+    run_onnxruntime,
+    run_passhost,
+    run_reference,
+)
 
 RNG = np.random.default_rng(20261202)
 
@@ -32,19 +38,7 @@ def model_of(op, names, outputs, inputs, opset, **attrs):
     return model
 
 
-def run_reference(model, inputs):
-    """ONNX's reference implementation, for what onnxruntime rejects."""
-    return ReferenceEvaluator(model).run(None, inputs)
 
-
-def compare(model, inputs, rtol=1e-4, atol=1e-5, oracle=run_onnxruntime):
-    want = oracle(model, inputs)
-    got = run_passhost(model, inputs)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
-    return want
 
 
 def qkv(batch=2, q_heads=4, kv_heads=4, q_len=3, kv_len=5, head=8, v_head=8, rank=4,

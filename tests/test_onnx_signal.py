@@ -3,6 +3,8 @@ onnxruntime (ONNX's reference implementation where onnxruntime has no kernel).""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,13 +14,22 @@ onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto  # noqa: E402
-from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from passhost.frontend import OnnxImportError, from_onnx  # noqa: E402
 from passhost.frontend.errors import OnnxUnknownOperandError  # noqa: E402
-from test_frontend_onnx import make_model, node, run_onnxruntime, run_passhost  # noqa: E402
+from test_frontend_onnx import compare as compare_with  # noqa: E402
+from test_frontend_onnx import (  # noqa: E402
+    make_model,
+    node,
+    run_onnxruntime,
+    run_passhost,
+    run_reference,
+)
 
 RNG = np.random.default_rng(20261125)
+
+#: Transforms sum many terms: outputs are compared with an absolute tolerance of 1e-4.
+compare = functools.partial(compare_with, atol=1e-4)
 
 
 def rand(*shape: int, dtype: str = "float32") -> np.ndarray:
@@ -32,19 +43,7 @@ def model_of(op, names, inputs, known=None, opset=17, **attrs):
     return model
 
 
-def compare(model, inputs, rtol=1e-4, atol=1e-4, oracle=run_onnxruntime):
-    want = oracle(model, inputs)
-    got = run_passhost(model, inputs)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
-    return want
 
-
-def run_reference(model, inputs):
-    """ONNX's reference implementation, for what onnxruntime has no kernel of."""
-    return ReferenceEvaluator(model).run(None, inputs)
 
 
 # -- window functions ------------------------------------------------------------------------

@@ -241,25 +241,9 @@ def define_op(name: str, *, inputs: Sequence[str], type_rel: TypeRelation, compu
 
 
 def _load_all() -> None:
-    # Importing the definition modules registers every operator.
-    from passhost.relay.op import (  # noqa: F401
-        activation,
-        annotation,
-        image,
-        logic,
-        movement,
-        nn,
-        norm,
-        qnn,
-        reduce,
-        search,
-        signal,
-        tensor,
-        transform,
-        unary,
-        vision,
-        windows,
-    )
+    # Importing the operator package imports every definition module, which registers
+    # every operator.
+    import passhost.relay.op  # noqa: F401
 
 
 def get_op(name: str) -> Op:
