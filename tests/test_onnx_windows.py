@@ -465,3 +465,19 @@ def test_deformable_conv2d_checks_the_offset_shape():
                                           r"\(1, 18, 4, 4\)"):
         infer_type(relay.Function([x, offset, w, mask],
                                   relay.nn.deformable_conv2d(x, offset, w, mask, padding=1)))
+
+
+@pytest.mark.parametrize("op_type", ["AveragePool", "MaxPool"])
+@pytest.mark.parametrize("count_include_pad", [0, 1])
+@pytest.mark.parametrize("pads", [[0, 0, 0, 0], [1, 0, 2, 1]])
+def test_a_ceil_mode_window_longer_than_the_input_pools_it_once(op_type, count_include_pad,
+                                                                 pads):
+    # transformers' EfficientNet: AvgPool2d(kernel=hidden size, ceil_mode=True) over 8x8.
+    attrs = {"count_include_pad": count_include_pad} if op_type == "AveragePool" else {}
+    nodes = [node(op_type, ["x"], kernel_shape=[320, 320], strides=[320, 320], ceil_mode=1,
+                  pads=pads, **attrs)]
+    x = rand(1, 3, 8, 8)
+    check(nodes, {"x": x})
+    pool = next(n for n in post_order(from_onnx(make_model(nodes, {"x": x}))[0]["main"].body)
+                if isinstance(n, Call))
+    assert pool.attrs.pool_size == (8 + pads[0] + pads[2], 8 + pads[1] + pads[3])
