@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 
 from passhost import relay
 from passhost.frontend.onnx_context import NodeContext, Value
@@ -61,13 +62,18 @@ def _resize(ctx: NodeContext) -> Value:
                               COORDINATE_MODES)
     nearest_mode = _choice(ctx, "nearest_mode", "round_prefer_floor", NEAREST_MODES)
     axes = _axes(ctx, rank)
-    sizes, scales = _sizes_and_scales(ctx, [shape[a] for a in axes])
+    sizes, scales, divisors = _sizes_and_scales(ctx, [shape[a] for a in axes])
     roi = _roi(ctx, axes, rank) if coordinate_mode == "tf_crop_and_resize" else ()
-    full_sizes, full_scales = list(shape), [1.0] * rank
-    for a, m, s in zip(axes, sizes, scales):
-        full_sizes[a], full_scales[a] = m, s
+    full_sizes, full_scales, full_divisors = list(shape), [1.0] * rank, [1] * rank
+    for i, a in enumerate(axes):
+        full_sizes[a] = sizes[i]
+        if scales:
+            full_scales[a] = scales[i]
+        if divisors:
+            full_divisors[a] = divisors[i]
     return relay.resize(
-        ctx.input(0), size=tuple(full_sizes), scales=tuple(full_scales), roi=roi,
+        ctx.input(0), size=tuple(full_sizes), scales=tuple(full_scales) if scales else (),
+        scale_divisors=tuple(full_divisors) if divisors else (), roi=roi,
         method=method, coordinate_transformation_mode=coordinate_mode,
         nearest_mode=nearest_mode, cubic_coeff_a=float(ctx.attr("cubic_coeff_a", -0.75)),
         exclude_outside=bool(ctx.attr("exclude_outside", 0)),
@@ -76,9 +82,11 @@ def _resize(ctx: NodeContext) -> Value:
 
 
 def _sizes_and_scales(ctx: NodeContext, in_shape: Sequence[int],
-                      ) -> tuple[list[int], list[float]]:
-    """The output lengths and the coordinate scales of the resized axes (of lengths
-    ``in_shape``), from scales (input 2) or sizes (input 3) and keep_aspect_ratio_policy."""
+                      ) -> tuple[list[int], list[float] | None, list[int] | None]:
+    """The output lengths of the resized axes (of lengths ``in_shape``), from scales
+    (input 2) or sizes (input 3) and keep_aspect_ratio_policy, and their coordinate scales
+    as fractions ``scales / divisors``: scales None means output / input (stretched sizes),
+    divisors None means 1 (given scales)."""
     policy = _choice(ctx, "keep_aspect_ratio_policy", "stretch", _POLICIES)
     scales, sizes = _floats(ctx, 2), ctx.known_ints(3) or None
     if (scales is None) == (sizes is None):
@@ -86,14 +94,20 @@ def _sizes_and_scales(ctx: NodeContext, in_shape: Sequence[int],
                         + ("both" if scales else "neither"))
     if scales is not None:
         _check_scales(ctx, scales, len(in_shape))
-        return _floor_sizes(in_shape, scales), scales
+        return _floor_sizes(in_shape, scales), scales, None
     if len(sizes) != len(in_shape) or min(sizes) < 0:
         raise ctx.error(f"expected {len(in_shape)} sizes >= 0, found {sizes}")
-    scales = [m / n if n else 1.0 for n, m in zip(in_shape, sizes)]
     if policy == "stretch":
-        return sizes, scales
-    common = min(scales) if policy == "not_larger" else max(scales)
-    return [int(common * n + 0.5) for n in in_shape], [common] * len(in_shape)
+        return sizes, None, None
+    # ONNX: one scale min / max(sizes / in) for every axis, output lengths rounded half up;
+    # kept an exact fraction so that the coordinates are exact.
+    ratios = [Fraction(m, n) for n, m in zip(in_shape, sizes) if n] or [Fraction(1)]
+    common = min(ratios) if policy == "not_larger" else max(ratios)
+    sizes = [math.floor(common * n + Fraction(1, 2)) for n in in_shape]
+    if common == 0:
+        return sizes, None, None
+    count = len(in_shape)
+    return sizes, [float(common.numerator)] * count, [common.denominator] * count
 
 
 def _axes(ctx: NodeContext, rank: int) -> list[int]:

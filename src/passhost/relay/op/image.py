@@ -4,7 +4,7 @@ channels-first data at the positions of a grid.
 ``resize`` follows ONNX's Resize. Each axis is resized on its own (interpolation is
 separable): output index ``x`` maps to a coordinate ``x_in`` of the input axis by the
 coordinate transformation mode, with ``scale`` the axis' scale (``size / in`` unless given)
-and ``out = scale * in`` (a float):
+and ``out = scale * in`` (a fraction):
 
 * ``half_pixel``: ``(x + 0.5) / scale - 0.5``; ``pytorch_half_pixel`` the same, but 0 when
   ``out`` is 1; ``half_pixel_symmetric`` shifts it by ``in / 2 * (1 - size / out)``;
@@ -12,6 +12,10 @@ and ``out = scale * in`` (a float):
 * ``asymmetric``: ``x / scale``; ``tf_half_pixel_for_nn``: ``(x + 0.5) / scale``;
 * ``tf_crop_and_resize``: ``x`` spans the region ``[start, end]`` of ``roi`` (fractions of
   ``in - 1``); coordinates outside the input give ``extrapolation_value``.
+
+A scale is a fraction (``scales[i] / scale_divisors[i]``, or ``size / in``) and the
+coordinates are computed in a form that is exact whenever ``x_in`` is a whole or a half
+number, so that ``nearest`` rounds as in exact arithmetic (ONNX's definition).
 
 ``nearest`` takes the input element nearest to ``x_in`` (``nearest_mode`` breaks ties or
 always rounds down or up); ``linear`` weighs the two neighbours, ``cubic`` four, with Keys'
@@ -81,12 +85,13 @@ def _floats_field():
 @attrs_class
 class ResizeAttrs(Attrs):
     """Attributes of ``resize``: the output shape, the per-axis scales of the coordinate
-    transformation (empty: output / input), the region of interest of
-    ``tf_crop_and_resize`` (all starts, then all ends; empty: the whole input) and the
-    interpolation options."""
+    transformation (empty: output / input, exactly) and the divisors that make them exact
+    fractions (empty: 1), the region of interest of ``tf_crop_and_resize`` (all starts, then
+    all ends; empty: the whole input) and the interpolation options."""
 
     size: tuple[int, ...] = ints_field(())
     scales: tuple[float, ...] = _floats_field()
+    scale_divisors: tuple[int, ...] = ints_field(())
     roi: tuple[float, ...] = _floats_field()
     method: str = str_field("nearest", choices=("nearest", "linear", "cubic"))
     coordinate_transformation_mode: str = str_field("half_pixel", choices=COORDINATE_MODES)
@@ -107,6 +112,10 @@ def _resize_rel(args: ArgTypes, attrs_value: ResizeAttrs) -> Type:
     if scales and (len(scales) != data.ndim
                    or not all(s > 0 and math.isfinite(s) for s in scales)):
         args.fail_attr("scales", f"none or {data.ndim} positive numbers", scales)
+    divisors = attrs_value.scale_divisors
+    if divisors and (not scales or len(divisors) != data.ndim or min(divisors) < 1):
+        args.fail_attr("scale_divisors", f"none, or {data.ndim} positive ints with scales",
+                       divisors)
     if roi and (len(roi) != 2 * data.ndim or not all(math.isfinite(r) for r in roi)):
         args.fail_attr("roi", f"none or {2 * data.ndim} numbers (starts, then ends)", roi)
     for n, m in zip(data.shape, size):
@@ -115,11 +124,13 @@ def _resize_rel(args: ArgTypes, attrs_value: ResizeAttrs) -> Type:
     return TensorType(size, data.dtype)
 
 
-def _taps(attrs_value: ResizeAttrs, n: int, m: int, scale: float, start: float,
+def _taps(attrs_value: ResizeAttrs, n: int, m: int, ratio: tuple[float, float], start: float,
           end: float) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """Resizing one axis from ``n`` to ``m``: the input indices ``(m, taps)``, their
-    weights (None for nearest) and which outputs are extrapolated (or None)."""
-    x_in, outside = _coordinates(attrs_value, n, m, scale, start, end)
+    """Resizing one axis from ``n`` to ``m`` with the scale ``ratio[0] / ratio[1]``: the
+    input indices ``(m, taps)``, their weights (None for nearest) and which outputs are
+    extrapolated (or None)."""
+    x_in, outside = _coordinates(attrs_value, n, m, ratio, start, end)
+    scale = ratio[0] / ratio[1]
     if attrs_value.method == "nearest":
         index = _round(x_in, attrs_value.nearest_mode)[:, None]
         return np.clip(index, 0, n - 1), None, outside
@@ -145,29 +156,34 @@ def _taps(attrs_value: ResizeAttrs, n: int, m: int, scale: float, start: float,
     return np.clip(index, 0, n - 1), weights, outside
 
 
-def _coordinates(attrs_value: ResizeAttrs, n: int, m: int, scale: float, start: float,
-                 end: float) -> tuple[np.ndarray, np.ndarray | None]:
-    """The input coordinate of each output index, and which lie outside the input
-    (``tf_crop_and_resize`` only, else None)."""
+def _coordinates(attrs_value: ResizeAttrs, n: int, m: int, ratio: tuple[float, float],
+                 start: float, end: float) -> tuple[np.ndarray, np.ndarray | None]:
+    """The input coordinate of each output index at the scale ``ratio`` (numerator,
+    denominator), and which lie outside the input (``tf_crop_and_resize`` only, else None).
+    Each is one division of exact products, then an exact shift, so that coordinates that
+    are whole or half numbers come out exact."""
+    num, den = ratio
     x = np.arange(m, dtype=np.float64)
-    out = scale * n
+    halves = 2 * x + 1  # twice x + 0.5
+    out_minus_1 = num * n - den  # (out - 1) * den
     mode = attrs_value.coordinate_transformation_mode
-    if mode == "half_pixel":
-        return (x + 0.5) / scale - 0.5, None
+    if mode in ("half_pixel", "pytorch_half_pixel"):
+        if mode == "pytorch_half_pixel" and out_minus_1 == 0:
+            return np.zeros(m), None
+        return halves * den / (2 * num) - 0.5, None
     if mode == "half_pixel_symmetric":
-        return n / 2 * (1 - m / out) + (x + 0.5) / scale - 0.5, None
-    if mode == "pytorch_half_pixel":
-        return (np.zeros(m) if out == 1 else (x + 0.5) / scale - 0.5), None
+        # in / 2 * (1 - m / out) + (x + 0.5) / scale - 0.5, rearranged
+        return (n - 1) / 2 + (halves - m) * den / (2 * num), None
     if mode == "align_corners":
-        return (np.zeros(m) if out == 1 else x * (n - 1) / (out - 1)), None
+        return (np.zeros(m) if out_minus_1 == 0 else x * (n - 1) * den / out_minus_1), None
     if mode == "asymmetric":
-        return x / scale, None
+        return x * den / num, None
     if mode == "tf_half_pixel_for_nn":
-        return (x + 0.5) / scale, None
-    if out == 1:
+        return halves * den / (2 * num), None
+    if out_minus_1 == 0:
         x_in = np.full(m, (end - start) * (n - 1) / 2)
     else:
-        x_in = x * (end - start) * (n - 1) / (out - 1)
+        x_in = x * (end - start) * (n - 1) * den / out_minus_1
     x_in = x_in + start * (n - 1)
     return x_in, (x_in < 0) | (x_in > n - 1)
 
@@ -214,22 +230,26 @@ def _resize_axis(x: np.ndarray, axis: int, index: np.ndarray, weights: np.ndarra
 
 def _resize(attrs_value: ResizeAttrs, data: np.ndarray) -> np.ndarray:
     nd, size = data.ndim, attrs_value.size
-    scales = attrs_value.scales or tuple(m / n if n else 1.0 for n, m in zip(data.shape, size))
+    if attrs_value.scales:
+        ratios = list(zip(attrs_value.scales, attrs_value.scale_divisors or (1,) * nd))
+    else:
+        ratios = [(m, n) if n else (1, 1) for n, m in zip(data.shape, size)]
     roi = attrs_value.roi or (0.0,) * nd + (1.0,) * nd
     mode = attrs_value.coordinate_transformation_mode
     interpolate = attrs_value.method != "nearest"
     floating = is_float_dtype(data.dtype.name)
     work = acc_float(data.dtype) if floating or not interpolate else np.dtype(np.float64)
     x = data.astype(work, copy=False)
-    for axis, (n, m, scale) in enumerate(zip(data.shape, size, scales)):
+    for axis, (n, m, (num, den)) in enumerate(zip(data.shape, size, ratios)):
         start, end = roi[axis], roi[axis + nd]
-        if n == m and scale == 1.0 and mode != "tf_half_pixel_for_nn" and \
+        if n == m and num == den and mode != "tf_half_pixel_for_nn" and \
                 (mode != "tf_crop_and_resize" or (start, end) == (0.0, 1.0)):
             continue  # the identity on this axis
         if m == 0:
             x = np.take(x, np.zeros(0, np.int64), axis=axis)
             continue
-        index, weights, outside = _taps(attrs_value, n, m, scale, start, end)
+        index, weights, outside = _taps(attrs_value, n, m, (float(num), float(den)), start,
+                                        end)
         x = _resize_axis(x, axis, index, weights, outside, attrs_value.extrapolation_value)
     if interpolate:
         x = _as_dtype(x, data.dtype)

@@ -103,6 +103,13 @@ def _resize_cubic_antialias() -> relay.Function:
     return relay.Function([x], y)
 
 
+def _resize_exact_fraction_scales() -> relay.Function:
+    x = relay.var("x", shape=(1, 5, 2))
+    y = relay.resize(x, size=(1, 18, 7), scales=(1.0, 7.0, 7.0), scale_divisors=(1, 2, 2),
+                     coordinate_transformation_mode="half_pixel_symmetric", nearest_mode="ceil")
+    return relay.Function([x], y)
+
+
 def _resize_crop() -> relay.Function:
     x = relay.var("x", shape=(1, 4, 4), dtype="int8")
     y = relay.resize(x, size=(1, 3, 3), roi=(0.0, 0.2, -0.1, 1.0, 0.8, 1.3), method="linear",
@@ -128,4 +135,5 @@ EXAMPLES: list[tuple[str, Builder]] = [
     ("image.resize", _resize_linear_align_corners),
     ("image.resize", _resize_cubic_antialias),
     ("image.resize", _resize_crop),
+    ("image.resize", _resize_exact_fraction_scales),
 ]
