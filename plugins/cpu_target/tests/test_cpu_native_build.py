@@ -30,7 +30,7 @@ def source(tmp_path: Path) -> Path:
 
 
 def _libraries(directory: Path) -> list[Path]:
-    return sorted(directory.glob("tiny-*"))
+    return sorted(p for p in directory.glob("tiny-*") if p.suffix != ".sha256")
 
 
 def _twice(lib: ctypes.CDLL, value: int) -> int:
@@ -54,7 +54,8 @@ def test_a_built_library_is_cached_and_reused(source, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     assert _twice(build.load_or_build(source, "ph_abi_version", 7, directory=cache), 21) == 42
     (built,) = _libraries(cache)
-    assert [p.name for p in cache.iterdir()] == [built.name]  # no temporary files left
+    # The library and its content record; no temporary files left.
+    assert sorted(p.name for p in cache.iterdir()) == [built.name, built.name + ".sha256"]
 
     def no_compiling(*args):
         raise AssertionError("the cached library should have been reused")
@@ -100,7 +101,7 @@ def test_processes_building_at_once_share_one_library(source, tmp_path):
     cache = tmp_path / "cache"
     processes = [_load_in_subprocess(source, cache) for _ in range(3)]
     assert [_finish(p) for p in processes] == ["10"] * 3
-    assert len(_libraries(cache)) == 1 and len(list(cache.iterdir())) == 1
+    assert len(_libraries(cache)) == 1 and len(list(cache.iterdir())) == 2  # + its record
 
 
 def test_a_source_that_does_not_compile_names_the_compiler_error(tmp_path):
@@ -156,3 +157,78 @@ def test_the_environment_variable_turns_native_kernels_off(monkeypatch, setting,
     got, expected, source = run_op("nn.conv2d", {"groups": 8, "padding": 1}, [data, weight])
     assert uses_native_kernel(source) == native_used
     assert_same(got, expected, atol=1e-5)
+
+
+# -- the cache is safe to load from ---------------------------------------------------------------
+def test_a_truncated_library_is_rebuilt_never_loaded(source, tmp_path):
+    # Each load runs in a process of its own: one that had mapped the library would crash
+    # on the truncated file whatever the cache did (that is what a run without the content
+    # record did: SIGBUS on every run).
+    cache = tmp_path / "cache"
+    assert _finish(_load_in_subprocess(source, cache)) == "10"
+    (built,) = _libraries(cache)
+    good = built.read_bytes()
+    built.write_bytes(good[: len(good) // 2])
+    assert not build._intact(built)
+    assert _finish(_load_in_subprocess(source, cache)) == "10"
+    assert built.read_bytes() == good and build._intact(built)
+
+
+@pytest.mark.parametrize("record", ["missing", "wrong"])
+def test_a_library_without_its_recorded_content_is_rebuilt(source, tmp_path, record):
+    cache = tmp_path / "cache"
+    assert _finish(_load_in_subprocess(source, cache)) == "10"
+    (built,) = _libraries(cache)
+    digest = built.with_name(built.name + ".sha256")
+    if record == "missing":
+        digest.unlink()
+    else:
+        digest.write_text("0" * 64 + "\n")
+    assert _finish(_load_in_subprocess(source, cache)) == "10"
+    # Only a build writes the record: the library was compiled again.
+    assert digest.read_text().strip() == build._file_digest(built)
+
+
+def test_a_directory_others_may_write_to_is_refused(source, tmp_path):
+    cache = tmp_path / "shared"
+    cache.mkdir()
+    cache.chmod(0o777)
+    with pytest.warns(build.NativeCacheWarning, match=r"shared: others may write to it"):
+        lib = build.load_or_build(source, "ph_abi_version", 7, directory=cache)
+    assert _twice(lib, 5) == 10
+    assert list(cache.iterdir()) == []
+
+
+def test_a_directory_of_another_user_is_refused(source, tmp_path):
+    if not hasattr(build.os, "getuid") or build.os.getuid() != 0:
+        pytest.skip("giving a directory to another user needs root")
+    cache = tmp_path / "theirs"
+    cache.mkdir(mode=0o700)
+    build.os.chown(cache, 65534, 65534)
+    with pytest.warns(build.NativeCacheWarning, match=r"theirs: it belongs to user id 65534"):
+        build.load_or_build(source, "ph_abi_version", 7, directory=cache)
+    assert list(cache.iterdir()) == []
+
+
+def test_an_unusable_cache_falls_back_to_a_private_directory(source, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.warns(build.NativeCacheWarning, match=r"cannot be created"):
+        lib = build.load_or_build(source, "ph_abi_version", 7, directory=blocker / "cache")
+    assert _twice(lib, 1) == 2
+    private = build._private_directory()
+    assert private.stat().st_mode & 0o077 == 0 and _libraries(private)
+
+
+def test_an_interrupted_build_leaves_no_files(source, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+
+    def interrupted(*args, **kwargs):
+        Path(args[0][-1]).write_bytes(b"half a library")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build.subprocess, "run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build._compile("cc", source, ("-O3",), cache / "tiny-x.so")
+    assert list(cache.iterdir()) == []

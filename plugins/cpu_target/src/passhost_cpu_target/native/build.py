@@ -4,8 +4,18 @@ a cache directory, and loading it with ctypes.
 The cached file's name is a hash of everything the machine code depends on: the source,
 the compiler's identity (``--version`` output), the flags and the machine. A library is
 written to a temporary file in the cache directory and renamed into place, so processes
-compiling at the same time never see a partial file. A cached file that does not load (or
-reports another ABI version) is deleted and compiled again.
+compiling at the same time never see a partial file, and an interrupted build leaves no
+file behind.
+
+Loading a library runs its code, so the cache is trusted only as far as it is safe:
+
+* the cache directory must belong to the user and be writable by no one else; otherwise
+  (or when it cannot be created) a :class:`NativeCacheWarning` names it and a private
+  temporary directory of this process is used instead;
+* beside each library, ``<name>.sha256`` records the SHA-256 of the file as it was built;
+  a library whose content does not match it (truncated, corrupt, replaced) or that has no
+  record is deleted and compiled again, never loaded;
+* a library that does not load (or reports another ABI version) is compiled again too.
 """
 
 from __future__ import annotations
@@ -15,12 +25,16 @@ import hashlib
 import os
 import platform
 import shutil
+import stat
 import subprocess
 import tempfile
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
+from functools import cache
 from pathlib import Path
 
-__all__ = ["FLAG_SETS", "NativeBuildError", "cache_dir", "find_compiler", "load_or_build"]
+__all__ = ["FLAG_SETS", "NativeBuildError", "NativeCacheWarning", "cache_dir", "find_compiler",
+           "load_or_build", "safe_directory"]
 
 #: Compiler flags to try in order: the fastest first; without OpenMP the kernels run on one
 #: thread, without -march=native they use the baseline instruction set.
@@ -38,6 +52,10 @@ class NativeBuildError(RuntimeError):
     """The native kernels could not be compiled or loaded."""
 
 
+class NativeCacheWarning(UserWarning):
+    """The cache directory is unsafe or unusable; a private temporary directory is used."""
+
+
 def cache_dir() -> Path:
     """Where compiled libraries are kept: ``$PASSHOST_CACHE_DIR``, else
     ``$XDG_CACHE_HOME/passhost``, else ``~/.cache/passhost``."""
@@ -46,6 +64,44 @@ def cache_dir() -> Path:
         return Path(explicit)
     xdg = os.environ.get("XDG_CACHE_HOME")
     return (Path(xdg) if xdg else Path.home() / ".cache") / "passhost"
+
+
+def _unsafe_because(directory: Path) -> str | None:
+    """Why ``directory`` cannot be trusted with libraries to load, or None if it can."""
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = directory.stat()
+    except OSError as err:
+        return f"it cannot be created or read ({err.strerror or err})"
+    if not stat.S_ISDIR(info.st_mode):
+        return "it is not a directory"
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return f"it belongs to user id {info.st_uid}, not to this user ({os.getuid()})"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"others may write to it (mode {stat.filemode(info.st_mode)})"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return "this user cannot write to it"
+    return None
+
+
+@cache
+def _private_directory() -> Path:
+    """A temporary directory only this process's user can use, removed by the system."""
+    return Path(tempfile.mkdtemp(prefix="passhost-cache-"))
+
+
+def safe_directory(directory: Path) -> Path:
+    """``directory`` when it is safe to keep and load libraries from (created if needed);
+    otherwise, after a :class:`NativeCacheWarning` naming it and why, a private temporary
+    directory."""
+    why = _unsafe_because(directory)
+    if why is None:
+        return directory
+    fallback = _private_directory()
+    warnings.warn(NativeCacheWarning(f"passhost: not using the cache directory {directory}: "
+                                     f"{why}; compiling into {fallback} instead"),
+                  stacklevel=3)
+    return fallback
 
 
 def find_compiler() -> str | None:
@@ -92,23 +148,58 @@ def _library_path(directory: Path, stem: str, source: bytes, identity: str,
     return directory / f"{stem}-{digest.hexdigest()[:24]}{_SUFFIX}"
 
 
-def _compile(compiler: str, source: Path, flags: Sequence[str], target: Path) -> str | None:
-    """Compile ``source`` into ``target`` atomically; the compiler's complaint on failure."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}-", suffix=_SUFFIX, dir=target.parent)
+def _digest_path(library: Path) -> Path:
+    return library.with_name(library.name + ".sha256")
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _intact(library: Path) -> bool:
+    """Whether ``library`` has the content recorded when it was built."""
+    try:
+        recorded = _digest_path(library).read_text(encoding="ascii").strip()
+        return recorded == _file_digest(library)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _write_atomically(target: Path, write: Callable[[str], str | None]) -> str | None:
+    """Have ``write`` fill a temporary file beside ``target`` (it returns a complaint or
+    None), then rename it into place; the temporary file never outlives the call."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}-", dir=target.parent)
     os.close(fd)
     try:
+        problem = write(tmp)
+        if problem is None:
+            os.replace(tmp, target)
+        return problem
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _compile(compiler: str, source: Path, flags: Sequence[str], target: Path) -> str | None:
+    """Compile ``source`` into ``target`` atomically and record its content hash; the
+    compiler's complaint on failure."""
+
+    def build(tmp: str) -> str | None:
         result = subprocess.run([compiler, *flags, *_COMMON_FLAGS, str(source), "-o", tmp],
                                 capture_output=True, text=True, timeout=600, check=False)
         if result.returncode != 0:
             return result.stderr.strip()[-400:] or f"exit status {result.returncode}"
-        os.replace(tmp, target)
-        return None
+        digest = _file_digest(Path(tmp))
+
+        def record(path: str) -> None:
+            Path(path).write_text(digest + "\n", encoding="ascii")
+
+        return _write_atomically(_digest_path(target), record)
+
+    try:
+        return _write_atomically(target, build)
     except (OSError, subprocess.SubprocessError) as err:
         return str(err)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _load(path: Path, abi_symbol: str, abi: int) -> ctypes.CDLL | None:
@@ -131,17 +222,18 @@ def load_or_build(source: Path, abi_symbol: str, abi: int, *, directory: Path | 
     compiler = compiler or find_compiler()
     if compiler is None:
         raise NativeBuildError("no C compiler found (set $CC, or install cc, gcc or clang)")
-    directory = directory or cache_dir()
+    directory = safe_directory(directory or cache_dir())
     identity = _compiler_identity(compiler)
     text = source.read_bytes()
     errors = []
     for flags in FLAG_SETS:
         path = _library_path(directory, source.stem, text, identity, flags)
         if path.exists():
-            lib = _load(path, abi_symbol, abi)
+            lib = _load(path, abi_symbol, abi) if _intact(path) else None
             if lib is not None:
                 return lib
             path.unlink(missing_ok=True)
+            _digest_path(path).unlink(missing_ok=True)
         problem = _compile(compiler, source, flags, path)
         if problem is None:
             lib = _load(path, abi_symbol, abi)
