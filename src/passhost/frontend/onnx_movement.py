@@ -1,7 +1,8 @@
 """Converters of the ONNX data movement: shapes and constants (Reshape, Transpose, Concat,
-Flatten, (Un)Squeeze, Gather, Shape, Size, ConstantOfShape, EyeLike, Range, Split, Slice,
-Pad), Expand, Tile, CumSum/CumProd, Trilu, gathers and scatters, OneHot,
-DepthToSpace/SpaceToDepth, ReverseSequence and Einsum.
+Flatten, (Un)Squeeze, Shape, Size, ConstantOfShape, EyeLike, Range, Split, Slice,
+Pad), Expand, Tile, CumSum/CumProd, Trilu, OneHot,
+DepthToSpace/SpaceToDepth, ReverseSequence and Einsum (gathers and scatters:
+``onnx_gather``).
 
 Shapes are static in passhost, so every operand that decides an output's shape (a target
 shape, pads, starts and ends, split sizes, repeats, a depth, ...) must be known while
@@ -26,7 +27,7 @@ from passhost.ir.types import DTYPES, INT_DTYPES
 from passhost.relay import nn
 from passhost.relay.expr import Constant, Expr, const
 
-__all__ = ["CONVERTERS", "onnx_dtype"]
+__all__ = ["CONVERTERS", "exact", "one_of", "onnx_dtype"]
 
 
 def onnx_dtype(ctx: NodeContext, code: int) -> str:
@@ -44,7 +45,7 @@ def onnx_dtype(ctx: NodeContext, code: int) -> str:
     return name
 
 
-def _exact(value: object) -> Expr:
+def exact(value: object) -> Expr:
     """A constant of exactly ``value``'s dtype (``const`` alone narrows float64 and int64
     scalars)."""
     array = np.asarray(value)
@@ -78,7 +79,7 @@ def _scalar_input(ctx: NodeContext, index: int, what: str,
     return value.reshape(-1)[0]
 
 
-def _one_of(words: Sequence[str]) -> str:
+def one_of(words: Sequence[str]) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
@@ -96,34 +97,11 @@ def _scalar_expr(ctx: NodeContext, index: int) -> Expr:
         if value.size != 1:
             raise ctx.error(f"expected input {index} to hold one value, found shape "
                             f"{list(value.shape)}")
-        return _exact(value.reshape(()))
+        return exact(value.reshape(()))
     shape = ctx.shape(index)
     if math.prod(shape) != 1:
         raise ctx.error(f"expected input {index} to hold one value, found shape {list(shape)}")
     return relay.reshape(ctx.input(index), newshape=()) if shape else ctx.input(index)
-
-
-def _check_range(ctx: NodeContext, values: np.ndarray, n: int) -> None:
-    bad = (values < -n) | (values >= n)
-    if np.any(bad):
-        raise ctx.error(f"expected indices in [{-n}, {n}), found {int(values[bad][0])}")
-
-
-def _check_indices(ctx: NodeContext, index: int, n: int) -> None:
-    """Known indices (input ``index``) lie in [-n, n)."""
-    if ctx.is_known(index):
-        _check_range(ctx, ctx.known(index).astype(np.int64), n)
-
-
-def _check_index_tuples(ctx: NodeContext, index: int, sizes: Sequence[int]) -> None:
-    """Known index tuples (the last axis of input ``index``) address axes of lengths
-    ``sizes`` (tuples that do not fit are left to the operator's type relation)."""
-    if not ctx.is_known(index):
-        return
-    values = ctx.known(index).astype(np.int64)
-    if values.ndim and 1 <= values.shape[-1] <= len(sizes):
-        for j in range(values.shape[-1]):
-            _check_range(ctx, values[..., j], sizes[j])
 
 
 # -- shapes and constants ------------------------------------------------------------------------
@@ -289,20 +267,6 @@ def _squeeze(ctx: NodeContext) -> Value:
     return relay.squeeze(ctx.input(0), axis=axis)
 
 
-def _gather(ctx: NodeContext) -> Value:
-    """Gather becomes take along ``axis``. Known indices are checked to lie in [-n, n);
-    computed indices are taken modulo n, so negative ones count from the end as ONNX says
-    and out-of-range ones (undefined in ONNX) wrap around instead of failing."""
-    shape = ctx.shape(0)
-    axis = axis_index(ctx, int(ctx.attr("axis", 0)), len(shape))
-    if not ctx.is_known(1):
-        return relay.take(ctx.input(0), ctx.input(1), axis=axis, mode="wrap")
-    _check_indices(ctx, 1, shape[axis])
-    indices = ctx.known(1).astype("int64")
-    indices = np.where(indices < 0, indices + shape[axis], indices)
-    return relay.take(ctx.input(0), _exact(indices), axis=axis)
-
-
 def _split_sizes(ctx: NodeContext, length: int, count: int) -> list[int]:
     sizes = _ints_or_attr(ctx, 1, "split", "the split sizes")
     parts = ctx.attr("num_outputs")
@@ -401,7 +365,7 @@ def _pad_v2(ctx: NodeContext) -> Value:
     pads = ctx.attr("pads")
     if pads is None:
         raise ctx.error("expected attribute 'pads', found none")
-    value = _exact(np.asarray(ctx.attr("value", 0.0), dtype=ctx.dtype(0)))
+    value = exact(np.asarray(ctx.attr("value", 0.0), dtype=ctx.dtype(0)))
     return _pad_of(ctx, [int(p) for p in pads], list(range(ndim)), value, _PAD_MODES)
 
 
@@ -411,11 +375,11 @@ def _pad_v11(modes: Sequence[str]) -> Entry:
         pads = _shape_input(ctx, 1, "the pads")
         axes = _shape_input(ctx, 3, "the axes") if ctx.has_input(3) else list(range(ndim))
         value = _scalar_expr(ctx, 2) if ctx.has_input(2) else \
-            _exact(np.zeros((), ctx.dtype(0)))
+            exact(np.zeros((), ctx.dtype(0)))
         return _pad_of(ctx, pads, axes, value, modes)
 
     convert.__doc__ = (
-        f"Pad becomes nn.pad in mode {_one_of(modes)}, on every axis or on ``axes`` "
+        f"Pad becomes nn.pad in mode {one_of(modes)}, on every axis or on ``axes`` "
         "(version 18); pads and axes must be known while compiling. Negative pads crop. A "
         "computed constant value is filled in with a where over a constant mask.")
     return convert
@@ -430,7 +394,7 @@ def _pad_of(ctx: NodeContext, pads: Sequence[int], axes: Sequence[int], value: E
         raise ctx.error(f"expected {2 * len(axes)} pads (2 per padded axis), found {list(pads)}")
     mode = ctx.attr("mode", "constant")
     if mode not in modes:
-        raise ctx.error(f"expected mode {_one_of(modes)}, found {mode!r}")
+        raise ctx.error(f"expected mode {one_of(modes)}, found {mode!r}")
     width = [[0, 0] for _ in range(ndim)]
     for i, axis in enumerate(axes):
         width[axis] = [pads[i], pads[i + len(axes)]]
@@ -451,7 +415,7 @@ def _pad_of(ctx: NodeContext, pads: Sequence[int], axes: Sequence[int], value: E
     if isinstance(value, Constant):
         return nn.pad(data, pad_width=width, pad_value=float(value.data))
     padded = np.pad(np.zeros(shape, bool), width, constant_values=True)
-    return relay.where(_exact(padded), value, nn.pad(data, pad_width=width))
+    return relay.where(exact(padded), value, nn.pad(data, pad_width=width))
 
 
 # -- expanding and tiling ------------------------------------------------------------------------
@@ -548,68 +512,12 @@ def _trilu(ctx: NodeContext) -> Value:
     """Trilu becomes trilu of the last two axes: the upper (``upper=1``, default) or lower
     triangle from diagonal k (k may be computed)."""
     if not ctx.has_input(1):
-        k = _exact(np.int64(0))
+        k = exact(np.int64(0))
     elif ctx.tensor_type(1).dtype != "int64":
         raise ctx.error(f"expected an int64 k, found {ctx.tensor_type(1).dtype}")
     else:
         k = _scalar_expr(ctx, 1)
     return relay.trilu(ctx.input(0), k, upper=bool(ctx.attr("upper", 1)))
-
-
-# -- gathers and scatters ------------------------------------------------------------------------
-def _gather_elements(ctx: NodeContext) -> Value:
-    """GatherElements becomes gather_elements along ``axis``. Negative indices count from
-    the end; an out-of-range index is an error (while compiling when known, else when run)."""
-    shape = ctx.shape(0)
-    axis = axis_index(ctx, int(ctx.attr("axis", 0)), len(shape))
-    _check_indices(ctx, 1, shape[axis])
-    return relay.gather_elements(ctx.input(0), ctx.input(1), axis=axis)
-
-
-def _gather_nd(ctx: NodeContext) -> Value:
-    """GatherND becomes gather_nd (``batch_dims`` from version 12). Negative indices count
-    from the end; an out-of-range index is an error (while compiling when known, else when
-    run)."""
-    shape = ctx.shape(0)
-    batch = int(ctx.attr("batch_dims", 0))
-    _check_index_tuples(ctx, 1, shape[batch:])
-    return relay.gather_nd(ctx.input(0), ctx.input(1), batch_dims=batch)
-
-
-def _reduction(ctx: NodeContext, allowed: Sequence[str]) -> str:
-    reduction = ctx.attr("reduction", "none")
-    if reduction not in allowed:
-        raise ctx.error(f"expected reduction {_one_of(allowed)} (in this operator version), "
-                        f"found {reduction!r}")
-    return reduction
-
-
-def _scatter_elements(allowed: Sequence[str]) -> Entry:
-    def convert(ctx: NodeContext) -> Value:
-        shape = ctx.shape(0)
-        axis = axis_index(ctx, int(ctx.attr("axis", 0)), len(shape))
-        _check_indices(ctx, 1, shape[axis])
-        return relay.scatter_elements(ctx.input(0), ctx.input(1), ctx.input(2), axis=axis,
-                                      reduction=_reduction(ctx, allowed))
-
-    convert.__doc__ = (
-        "ScatterElements (and the older Scatter) becomes scatter_elements along ``axis``, "
-        f"with reduction {_one_of(allowed)}. Negative indices count from the end; an "
-        "out-of-range index is an error (while compiling when known, else when run).")
-    return convert
-
-
-def _scatter_nd(allowed: Sequence[str]) -> Entry:
-    def convert(ctx: NodeContext) -> Value:
-        _check_index_tuples(ctx, 1, ctx.shape(0))
-        return relay.scatter_nd(ctx.input(0), ctx.input(1), ctx.input(2),
-                                reduction=_reduction(ctx, allowed))
-
-    convert.__doc__ = (
-        f"ScatterND becomes scatter_nd with reduction {_one_of(allowed)}. Negative indices "
-        "count from the end; an out-of-range index is an error (while compiling when known, "
-        "else when run).")
-    return convert
 
 
 def _one_hot(ctx: NodeContext) -> Value:
@@ -625,9 +533,9 @@ def _one_hot(ctx: NodeContext) -> Value:
     if ctx.shape(2) != (2,):
         raise ctx.error(f"expected values [off, on] of shape [2], found {list(ctx.shape(2))}")
     if ctx.is_known(2):
-        off, on = (_exact(v) for v in ctx.known(2))
+        off, on = (exact(v) for v in ctx.known(2))
     else:
-        off, on = (relay.take(ctx.input(2), _exact(np.int64(i))) for i in (0, 1))
+        off, on = (relay.take(ctx.input(2), exact(np.int64(i))) for i in (0, 1))
     return relay.one_hot(indices, on, off, depth=int(depth), axis=int(ctx.attr("axis", -1)))
 
 
@@ -663,7 +571,7 @@ def _einsum(ctx: NodeContext) -> Value:
         raise ctx.error(f"equation {equation!r}: {err}") from None
 
 
-_ALL_REDUCTIONS = ("none", "add", "mul", "max", "min")
+
 
 #: The converter of each ONNX operator type this module handles.
 CONVERTERS: dict[str, Entry] = {
@@ -678,7 +586,6 @@ CONVERTERS: dict[str, Entry] = {
     "Flatten": _flatten,
     "Unsqueeze": _unsqueeze,
     "Squeeze": _squeeze,
-    "Gather": _gather,
     "Split": _split,
     "Slice": {1: _slice_v1, 10: _slice_v10},
     "Pad": {2: _pad_v2, 11: _pad_v11(_PAD_MODES), 19: _pad_v11((*_PAD_MODES, "wrap"))},
@@ -689,15 +596,6 @@ CONVERTERS: dict[str, Entry] = {
     "CumSum": _cumulative("CumSum", "cumsum"),
     "CumProd": _cumulative("CumProd", "cumprod"),
     "Trilu": _trilu,
-    "GatherElements": _gather_elements,
-    "GatherND": _gather_nd,
-    "Scatter": _scatter_elements(("none",)),
-    "ScatterElements": {11: _scatter_elements(("none",)),
-                        16: _scatter_elements(("none", "add", "mul")),
-                        18: _scatter_elements(_ALL_REDUCTIONS)},
-    "ScatterND": {11: _scatter_nd(("none",)),
-                  16: _scatter_nd(("none", "add", "mul")),
-                  18: _scatter_nd(_ALL_REDUCTIONS)},
     "OneHot": _one_hot,
     "ReverseSequence": _reverse_sequence,
     "Einsum": _einsum,

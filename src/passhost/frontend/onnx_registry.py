@@ -37,11 +37,13 @@ CONVERTER_MODULES = (
     "passhost.frontend.onnx_elemwise",
     "passhost.frontend.onnx_reduce",
     "passhost.frontend.onnx_movement",
+    "passhost.frontend.onnx_gather",
     "passhost.frontend.onnx_windows",
     "passhost.frontend.onnx_norm",
     "passhost.frontend.onnx_resize",
     "passhost.frontend.onnx_recurrent",
     "passhost.frontend.onnx_attention",
+    "passhost.frontend.onnx_linear_attention",
     "passhost.frontend.onnx_vision",
     "passhost.frontend.onnx_signal",
 )
