@@ -40,9 +40,12 @@ def passhost_register_passes() -> list[PassSpec]:
     """The host's passes."""
     return [*_graph_passes(),
         PassSpec("LowerTE", lazy_factory("passhost.backend.lower_te", "LowerTE"), 0,
-                 ("InferType",), "lower fused functions to PrimFuncs of kernel calls",
+                 ("InferType",), "lower fused functions to PrimFuncs of kernel calls or loops",
                  options=[OptionSpec("target", STR, "cpu",
-                                     "the target kind written in each PrimFunc")]),
+                                     "the target kind written in each PrimFunc"),
+                          OptionSpec("loops", bool, False,
+                                     "loop nests from TE computes where every operator "
+                                     "has one")]),
         PassSpec("PrintIR", lazy_factory("passhost.transform.print_ir", "PrintIR"), 0,
                  summary="write the module's text to stderr", options=[
                      OptionSpec("header", str, "", "a header printed before the module"),

@@ -211,7 +211,8 @@ def build_passes(targets: tuple[Target, ...], params: Mapping[str, Any] | None,
             steps.append(_relay_to_tir(t))
         elif t is not host:
             steps.append(_check_nothing_owned(t))
-    steps.append(mark_always_run(LowerTE(host.kind.name)))
+    loops = host.kind.lowers_loops is not None and bool(host.kind.lowers_loops(host))
+    steps.append(mark_always_run(LowerTE(host.kind.name, loops)))
     steps += _phases(targets)
     steps += [_tir_to_runtime(t, state) for t in targets]
     steps.append(_package(state))

@@ -1,15 +1,18 @@
 """LowerTE: the default lowering of what no external target took, for the host target.
 
 Every call of a fused (``Primitive``) function in ``main``, and every operator call left
-outside one, becomes a call of a module-level PrimFunc (:func:`.lower_primitive`) through
-a GlobalVar typed with the function's signature, so ``main`` still type-checks. Fused
-functions that are structurally equal share one PrimFunc.
+outside one, becomes a call of a module-level PrimFunc through a GlobalVar typed with the
+function's signature, so ``main`` still type-checks. Fused functions that are structurally
+equal share one PrimFunc. With ``loops`` (the host target compiles loops), a function
+whose operators' TE computes all cover their calls becomes one PrimFunc of loop nests
+(:func:`.lower_to_loops`); any other becomes kernel calls (:func:`.lower_primitive`).
 """
 
 from __future__ import annotations
 
 import re
 
+from passhost.backend.lower_loops import has_te_computes, lower_to_loops
 from passhost.backend.lower_primitive import LoweringError, lower_primitive
 from passhost.ir.expr import BaseExpr, GlobalVar
 from passhost.ir.module import IRModule
@@ -55,10 +58,12 @@ def _single_op_function(call: Call) -> Function:
 @module_pass(opt_level=0, name="LowerTE", required=("InferType",))
 class LowerTE:
     """Lower main's fused functions and remaining operator calls to PrimFuncs for the host
-    target (``target`` is the kind name written in each PrimFunc's ``target`` attr)."""
+    target (``target`` is the kind name written in each PrimFunc's ``target`` attr;
+    ``loops``: build loop nests from TE computes where every operator has one)."""
 
-    def __init__(self, target: str = "cpu") -> None:
+    def __init__(self, target: str = "cpu", loops: bool = False) -> None:
         self.target = target
+        self.loops = loops
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         """Lower main; the new PrimFuncs are added to the module."""
@@ -80,7 +85,10 @@ class LowerTE:
             taken.add(name)
             ty = FuncType([p.checked_type for p in func.params], func.body.checked_type)
             gvar = GlobalVar(name, ty)
-            added[gvar] = lower_primitive(func, name, {"target": self.target})
+            attrs = {"target": self.target}
+            prim = lower_to_loops(func, name, attrs) if self.loops and has_te_computes(
+                func) else None
+            added[gvar] = prim if prim is not None else lower_primitive(func, name, attrs)
             cache.setdefault(key, []).append((func, gvar))
             return gvar
 

@@ -41,7 +41,12 @@ def is_target_name(text: object) -> bool:
 @frozen(eq=False, repr=False)
 class TargetKind:
     """A kind of target (``cpu``, ``cmsis-nn``...): its typed options and what it adds to
-    the build flow. Kinds compare by identity; targets compare by kind name and options."""
+    the build flow. Kinds compare by identity; targets compare by kind name and options.
+
+    ``lowers_loops(target)``, for a host kind, says whether the default lowering should
+    build loop nests from the operators' TE computes for this build (the kind's
+    ``tir_to_runtime`` compiles them); without it, or when it says no, operators are
+    lowered to kernel calls."""
 
     name: str
     options: tuple[OptionSpec, ...] = ()
@@ -53,6 +58,7 @@ class TargetKind:
     tags: Mapping[str, Mapping[str, str]] = field(factory=dict)
     host: bool = False
     summary: str = ""
+    lowers_loops: Callable[[Target], bool] | None = None
     _by_name: Mapping[str, OptionSpec] = field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -209,7 +215,7 @@ def _check_tags(name: str, tags: Any, options: Mapping[str, OptionSpec],
 
 def _check_rest(kind: TargetKind, what: str) -> None:
     """The hooks, the pattern table, ``host`` and ``summary``."""
-    for attr in ("relay_to_tir", "tir_to_runtime"):
+    for attr in ("relay_to_tir", "tir_to_runtime", "lowers_loops"):
         function = getattr(kind, attr)
         if function is not None and not callable(function):
             raise TargetKindError(f"{what}: {attr} is a function or None, found {function!r}")

@@ -1,8 +1,11 @@
 """The operator registry: each operator is declared once, with everything passes need.
 
 An operator declaration (:func:`define_op`) gives its name, its inputs, an attrs class, a type
-relation (shape and dtype inference), a NumPy reference kernel, a fusion pattern and, for
-layout-sensitive operators, layout information. The returned :class:`Op` is also the
+relation (shape and dtype inference), a NumPy reference kernel, a fusion pattern, for
+layout-sensitive operators layout information and, for operators that compile to loops,
+a TE compute (``te_compute(attrs, inputs, out_type)``: the result as :mod:`passhost.te`
+tensors of the input tensors; a tuple input is a tuple of tensors, a tuple result a tuple;
+None where it does not cover the attributes or dtypes). The returned :class:`Op` is also the
 builder: ``nn.conv2d(data, weight, strides=(2, 2))`` makes a ``Call``.
 """
 
@@ -126,6 +129,8 @@ class ArgTypes:
 
 TypeRelation = Callable[[ArgTypes, Any], Type]
 Kernel = Callable[..., Any]
+#: ``te_compute(attrs, inputs, out_type)`` -> a ``te.Tensor`` or a tuple of them.
+TECompute = Callable[[Any, Sequence[Any], Type], Any]
 
 
 @frozen(eq=False, repr=False)
@@ -141,6 +146,7 @@ class Op(Expr):
     layout: LayoutInfo | None = None
     tuple_inputs: frozenset[str] = field(default=frozenset(), converter=frozenset)
     description: str = ""
+    te_compute: TECompute | None = None
 
     _sfields = (("name", VALUE),)
     _is_op = True
@@ -230,12 +236,12 @@ _OPS: dict[str, Op] = {}
 def define_op(name: str, *, inputs: Sequence[str], type_rel: TypeRelation, compute: Kernel,
               pattern: OpPattern, attrs: type[Attrs] | None = None,
               layout: LayoutInfo | None = None, tuple_inputs: Sequence[str] = (),
-              description: str = "") -> Op:
+              description: str = "", te_compute: TECompute | None = None) -> Op:
     """Declare and register operator ``name``; returns it (it builds calls of itself)."""
     if name in _OPS:
         raise ValueError(f"operator {name} is declared twice")
     op = Op(name, tuple(inputs), attrs, type_rel, compute, pattern, layout,
-            frozenset(tuple_inputs), description)
+            frozenset(tuple_inputs), description, te_compute)
     _OPS[name] = op
     return op
 

@@ -19,10 +19,11 @@ Semantics follow TVM's Relay operators of the same names. Notes on the reference
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from passhost import te
 from passhost.errors import AttrError
 from passhost.ir.attrs import Attrs, attrs_class, dtype_field, float_field
 from passhost.ir.types import (
@@ -56,9 +57,16 @@ def _add(_attrs: object, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray(np.add(a, b, dtype=a.dtype))
 
 
+def _add_te(_attrs: object, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor | None:
+    if out.dtype not in NUMERIC_DTYPES:
+        return None
+    return te.broadcast(lambda a, b: a + b, *inputs, shape=out.shape, name="add")
+
+
 add = define_op(
     "add", inputs=("lhs", "rhs"), type_rel=broadcast_rel, compute=_add,
-    pattern=OpPattern.BROADCAST, description="Elementwise sum, NumPy broadcasting.")
+    pattern=OpPattern.BROADCAST, description="Elementwise sum, NumPy broadcasting.",
+    te_compute=_add_te)
 
 
 def arithmetic_broadcast_rel(args: ArgTypes, attrs_value: object) -> Type:

@@ -1,0 +1,224 @@
+"""Lowering tensor expressions to a PrimFunc of loop nests.
+
+:func:`lower` walks the tensors the outputs depend on and decides, stage by stage, which
+ones get a buffer of their own:
+
+* outputs, reductions and placeholders always do (placeholders are parameters, or
+  ``AllocateConst`` buffers for the ``constants`` given);
+* every other computed tensor is *inlined*: its loads are replaced by its expression at
+  the loaded indices, so a chain of elementwise and injective stages becomes one loop
+  nest with no buffer between them. A stage is kept in a buffer instead when inlining
+  would repeat costly work: when it calls an intrinsic (``exp``, ``erf``...) and is read
+  more than once, or read from a loop nest larger than itself (each element would be
+  computed several times), or when its expression would grow past :data:`INLINE_LIMIT`
+  nodes.
+
+Each stage kept in a buffer becomes one loop nest over its shape (``serial`` loops; TIR
+passes annotate them later); a reduction accumulates in a one-element buffer, then stores
+the result. The PrimFunc takes the input buffers, then the output buffers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from passhost.errors import IRTypeError
+from passhost.te.tensor import INDEX_DTYPE, Reduce, Tensor, body_exprs, compute
+from passhost.tir.expr import BufferLoad, Call, PrimExpr, const
+from passhost.tir.function import Buffer, PrimFunc, decl_buffer
+from passhost.tir.stmt import (
+    Allocate,
+    AllocateConst,
+    BufferStore,
+    DeclBuffer,
+    For,
+    IfThenElse,
+    SeqStmt,
+    Stmt,
+)
+from passhost.tir.visitor import StmtExprMutator, post_order, substitute
+
+__all__ = ["INLINE_LIMIT", "lower", "stages"]
+
+#: The largest expression (in nodes, counting each inlined use) a stage may grow to by
+#: inlining the stages it reads.
+INLINE_LIMIT = 256
+
+
+def stages(outputs: Sequence[Tensor]) -> list[Tensor]:
+    """Every tensor ``outputs`` depend on, producers before their consumers."""
+    order: list[Tensor] = []
+    seen: set[int] = set()
+    stack: list[tuple[Tensor, bool]] = [(t, False) for t in reversed(outputs)]
+    while stack:
+        tensor, expanded = stack.pop()
+        if expanded:
+            order.append(tensor)
+            continue
+        if id(tensor) in seen:
+            continue
+        seen.add(id(tensor))
+        stack.append((tensor, True))
+        stack.extend((t, False) for t in reversed(tensor.inputs) if id(t) not in seen)
+    return order
+
+
+def _iterations(tensor: Tensor) -> int:
+    """How many times the stage's body is evaluated."""
+    count = math.prod(tensor.shape)
+    if isinstance(tensor.body, Reduce):
+        count *= math.prod(a.extent for a in tensor.body.axes)
+    return count
+
+
+def _size(exprs: Sequence[PrimExpr]) -> int:
+    return len(post_order(list(exprs)))
+
+
+def _calls_intrinsic(exprs: Sequence[PrimExpr]) -> bool:
+    return any(isinstance(n, Call) for n in post_order(list(exprs)))
+
+
+class _Inliner(StmtExprMutator):
+    """Replaces loads of inlined stages by their (already expanded) expressions."""
+
+    def __init__(self, inlined: Mapping[int, tuple[Tensor, PrimExpr]]) -> None:
+        super().__init__()
+        self.inlined = inlined
+
+    def visit_buffer_load(self, load: BufferLoad) -> PrimExpr:
+        """The inlined stage's expression at the loaded indices, or the load itself."""
+        entry = self.inlined.get(id(load.buffer))
+        if entry is None:
+            return load
+        tensor, body = entry
+        return substitute(body, dict(zip(tensor.axes, load.indices)))
+
+
+def _loads(exprs: Sequence[PrimExpr]) -> dict[int, int]:
+    """Buffer id -> how many loads of it ``exprs`` hold."""
+    counts: dict[int, int] = {}
+    for node in post_order(list(exprs)):
+        if isinstance(node, BufferLoad):
+            counts[id(node.buffer)] = counts.get(id(node.buffer), 0) + 1
+    return counts
+
+
+class _Plan:
+    """Which stages are inlined, and the expanded body of every stage."""
+
+    def __init__(self, order: list[Tensor], outputs: Sequence[Tensor]) -> None:
+        kept = {id(t) for t in outputs}
+        readers: dict[int, list[tuple[Tensor, int]]] = {}
+        for tensor in order:
+            if tensor.body is None:
+                continue
+            for buffer_id, count in _loads(body_exprs(tensor.body)).items():
+                readers.setdefault(buffer_id, []).append((tensor, count))
+        self.inlined: dict[int, tuple[Tensor, PrimExpr]] = {}
+        self.bodies: dict[int, PrimExpr | Reduce] = {}
+        for tensor in order:
+            if tensor.body is None:
+                continue
+            body = self._expand(tensor.body)
+            self.bodies[id(tensor)] = body
+            if id(tensor) in kept or isinstance(body, Reduce):
+                continue
+            uses = readers.get(id(tensor.buffer), [])
+            if self._inlinable(tensor, body, uses):
+                self.inlined[id(tensor.buffer)] = (tensor, body)
+
+    def _expand(self, body: PrimExpr | Reduce) -> PrimExpr | Reduce:
+        inliner = _Inliner(self.inlined)
+        if isinstance(body, Reduce):
+            where = None if body.where is None else inliner.visit(body.where)
+            return Reduce(body.reducer, inliner.visit(body.source), body.axes, where)
+        return inliner.visit(body)
+
+    @staticmethod
+    def _inlinable(tensor: Tensor, body: PrimExpr, uses: list[tuple[Tensor, int]]) -> bool:
+        sites = sum(count for _, count in uses)
+        if _size([body]) * max(sites, 1) > INLINE_LIMIT:
+            return False
+        if not _calls_intrinsic([body]):
+            return True
+        size = math.prod(tensor.shape)
+        return sites <= 1 and all(_iterations(reader) <= size for reader, _ in uses)
+
+
+def _loop_nest(axes: Sequence[Any], extents: Sequence[int], body: Stmt) -> Stmt:
+    for var, extent in zip(reversed(axes), reversed(extents)):
+        body = For(var, const(0, INDEX_DTYPE), const(extent, INDEX_DTYPE), "serial", body)
+    return body
+
+
+def _stage_stmt(tensor: Tensor, body: PrimExpr | Reduce, allocated: list[Buffer]) -> Stmt:
+    """The loop nest storing every element of ``tensor``."""
+    out = tensor.buffer
+    if not isinstance(body, Reduce):
+        return _loop_nest(tensor.axes, tensor.shape, BufferStore(out, body, tensor.axes))
+    acc = decl_buffer((1,), body.dtype, f"{tensor.name}_acc")
+    allocated.append(acc)
+    zero = (const(0, INDEX_DTYPE),)
+    step: Stmt = BufferStore(acc, body.reducer.combine(acc[zero], body.source), zero)
+    if body.where is not None:
+        step = IfThenElse(body.where, step)
+    inner = _loop_nest([a.var for a in body.axes], [a.extent for a in body.axes], step)
+    seq = SeqStmt([BufferStore(acc, body.reducer.identity(body.dtype), zero), inner,
+                   BufferStore(out, acc[zero], tensor.axes)])
+    return _loop_nest(tensor.axes, tensor.shape, seq)
+
+
+def _copies(outputs: Sequence[Tensor]) -> list[Tensor]:
+    """The outputs, with a copying stage for each placeholder and repeated output (every
+    output needs a buffer of its own)."""
+    out: list[Tensor] = []
+    seen: set[int] = set()
+    for tensor in outputs:
+        if tensor.is_placeholder or id(tensor) in seen:
+            source = tensor
+            tensor = compute(source.shape, lambda *i, s=source: s[i], name=f"{source.name}_copy")
+        seen.add(id(tensor))
+        out.append(tensor)
+    return out
+
+
+def lower(outputs: Sequence[Tensor], inputs: Sequence[Tensor], name: str, *,
+          constants: Mapping[Tensor, np.ndarray] | None = None,
+          attrs: Mapping[str, Any] | None = None) -> PrimFunc:
+    """The PrimFunc ``name`` computing ``outputs`` from the placeholders ``inputs`` (its
+    parameters: the input buffers, then the output buffers). ``constants`` gives the data
+    of placeholders that are not inputs; ``attrs`` are added to the function's."""
+    outputs = _copies(outputs)
+    constants = dict(constants or {})
+    order = stages(outputs)
+    given = {id(t) for t in inputs} | {id(t) for t in constants}
+    for tensor in order:
+        if tensor.is_placeholder and id(tensor) not in given:
+            raise IRTypeError(f"lower {name}: placeholder {tensor.name} is neither an input "
+                              f"nor a constant")
+    plan = _Plan(order, outputs)
+    output_ids = {id(t) for t in outputs}
+    allocated: list[Buffer] = []
+    stmts: list[Stmt] = []
+    for tensor in order:
+        if tensor.body is None or id(tensor.buffer) in plan.inlined:
+            continue
+        if id(tensor) not in output_ids:
+            allocated.append(tensor.buffer)
+        stmts.append(_stage_stmt(tensor, plan.bodies[id(tensor)], allocated))
+    body: Stmt = stmts[0] if len(stmts) == 1 else SeqStmt(stmts)
+    for buf in reversed(allocated):
+        body = Allocate(buf.data, buf.dtype, buf.shape, DeclBuffer(buf, body))
+    for tensor, data in reversed(list(constants.items())):
+        buf = tensor.buffer
+        if any(t is tensor for t in order):
+            body = AllocateConst(buf.data, buf.dtype, buf.shape, np.asarray(data, buf.dtype),
+                                 DeclBuffer(buf, body))
+    params = [t.buffer for t in (*inputs, *outputs)]
+    return PrimFunc([b.data for b in params], {b.data: b for b in params}, body,
+                    attrs={"global_symbol": name, "tir.noalias": True, **(attrs or {})})

@@ -1,0 +1,91 @@
+"""Scalar helpers of the tensor-expression layer: the reducers, casts, selection, the
+largest and smallest values of a dtype, and the math intrinsics.
+
+Each intrinsic (``exp``, ``erf``, ``sigmoid``, ...) builds a TIR ``Call`` of ``tir.<name>``
+with its operand's dtype; code generators give them their meaning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from passhost.errors import IRTypeError
+from passhost.ir.types import FLOAT_DTYPES
+from passhost.te.tensor import Reducer
+from passhost.tir import expr as tir
+from passhost.tir.expr import PrimExpr, const, convert
+
+__all__ = [
+    "INTRINSIC_NAMES", "cast", "if_then_else", "max_value", "min_value", "prod", "sum",
+    "te_max", "te_min",
+]
+
+
+def max_value(dtype: str) -> PrimExpr:
+    """The largest value of ``dtype`` (``inf`` for floats)."""
+    if dtype in FLOAT_DTYPES:
+        return const(float("inf"), dtype)
+    if dtype == "bool":
+        return const(True, "bool")
+    return const(int(np.iinfo(dtype).max), dtype)
+
+
+def min_value(dtype: str) -> PrimExpr:
+    """The smallest value of ``dtype`` (``-inf`` for floats)."""
+    if dtype in FLOAT_DTYPES:
+        return const(float("-inf"), dtype)
+    if dtype == "bool":
+        return const(False, "bool")
+    return const(int(np.iinfo(dtype).min), dtype)
+
+
+def _zero(dtype: str) -> PrimExpr:
+    return const(0, dtype)
+
+
+def _one(dtype: str) -> PrimExpr:
+    return const(1, dtype)
+
+
+#: Sum, product, maximum and minimum reductions (``te.sum(a[i, k], axis=k)``).
+sum = Reducer("sum", lambda acc, x: acc + x, _zero)
+prod = Reducer("prod", lambda acc, x: acc * x, _one)
+te_max = Reducer("max", lambda acc, x: tir.Max(acc, x), min_value)
+te_min = Reducer("min", lambda acc, x: tir.Min(acc, x), max_value)
+
+
+def cast(value: Any, dtype: str) -> PrimExpr:
+    """``value`` converted to ``dtype``."""
+    return convert(value).astype(dtype)
+
+
+def if_then_else(condition: Any, true_value: Any, false_value: Any) -> PrimExpr:
+    """``true_value`` where ``condition`` holds, else ``false_value``."""
+    return tir.Select(condition, true_value, false_value)
+
+
+#: The math intrinsics this module builds calls of, by TIR op name ``tir.<name>``.
+INTRINSIC_NAMES = (
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "erf", "tanh",
+    "sigmoid", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+    "atanh", "fabs", "floor", "ceil", "round", "trunc", "pow", "fmod", "atan2", "isnan",
+    "isinf", "isfinite", "copysign",
+)
+_PREDICATES = ("isnan", "isinf", "isfinite")
+
+
+def intrinsic(name: str, *args: Any) -> PrimExpr:
+    """A call of the math intrinsic ``tir.<name>`` on ``args`` (Python numbers take the
+    first expression operand's dtype)."""
+    if name not in INTRINSIC_NAMES:
+        raise IRTypeError(f"unknown intrinsic {name!r}; the intrinsics are "
+                          f"{', '.join(INTRINSIC_NAMES)}")
+    like = next((a.dtype for a in args if isinstance(a, PrimExpr)), None)
+    operands = [convert(a, like) for a in args]
+    if any(o.dtype != operands[0].dtype for o in operands):
+        raise IRTypeError(f"tir.{name}: operands of different dtypes "
+                          f"{[o.dtype for o in operands]}")
+    dtype = "bool" if name in _PREDICATES else operands[0].dtype
+    return tir.Call(dtype, f"tir.{name}", tuple(operands))

@@ -1,0 +1,60 @@
+"""Running graph functions as loop nests, for the tests of operators' TE computes.
+
+``run_as_loops(func, inputs)`` lowers a typed graph function (all its operators with TE
+computes) to one PrimFunc of loops and runs it through the cpu target; the tests compare
+the result with the operators' NumPy reference kernels (``relay.evaluate``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from passhost import relay
+from passhost.backend.lower_loops import has_te_computes, lower_to_loops
+from passhost.backend.lower_primitive import flatten_type
+from passhost.ir.module import IRModule
+from passhost.relay.expr import Function
+from passhost.target import Target
+
+
+def loops_of(func: Function):
+    """The PrimFunc of loops computing ``func``, or None when a TE compute does not cover
+    one of its calls."""
+    if not has_te_computes(func):
+        return None
+    return lower_to_loops(func.with_attr("Primitive", 1), "f")
+
+
+def run_as_loops(func: Function, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """``func``'s outputs computed by its loop nests (inputs are not modified)."""
+    from passhost_cpu_target.codegen import tir_to_runtime
+
+    prim = loops_of(func)
+    assert prim is not None, "a TE compute does not cover this function"
+    module = tir_to_runtime(Target("cpu"), IRModule({"f": prim}))
+    outputs = [np.zeros(t.shape, t.dtype) for t in flatten_type(func.checked_type.ret_type)]
+    module.get_function("f")(*[np.array(a) for a in inputs], *outputs)
+    return outputs
+
+
+def reference(func: Function, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """``func``'s outputs from the operators' NumPy reference kernels."""
+    out = relay.evaluate(func, *inputs)
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+def assert_matches_reference(func: Function, inputs: Sequence[np.ndarray],
+                             rtol: float = 1e-5, atol: float = 1e-6) -> None:
+    """The loop nests give the reference's outputs (exactly for non-float dtypes)."""
+    got = run_as_loops(func, inputs)
+    want = reference(func, inputs)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        if g.dtype.kind == "f":
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64),
+                                       rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            np.testing.assert_array_equal(g, w)
