@@ -58,3 +58,15 @@ def assert_matches_reference(func: Function, inputs: Sequence[np.ndarray],
                                        rtol=rtol, atol=atol, equal_nan=True)
         else:
             np.testing.assert_array_equal(g, w)
+
+
+def run_prim_func(prim, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run the PrimFunc ``prim`` (input buffers, then output buffers) on ``inputs``; the
+    outputs are made from the remaining buffers' shapes and dtypes."""
+    from passhost_cpu_target.codegen import tir_to_runtime
+
+    module = tir_to_runtime(Target("cpu"), IRModule({"f": prim}))
+    buffers = [prim.buffer_map[p] for p in prim.params]
+    outputs = [np.zeros(b.shape, b.dtype) for b in buffers[len(inputs):]]
+    module.get_function("f")(*[np.array(a) for a in inputs], *outputs)
+    return outputs

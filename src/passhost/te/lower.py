@@ -28,7 +28,7 @@ import numpy as np
 
 from passhost.errors import IRTypeError
 from passhost.te.tensor import INDEX_DTYPE, Reduce, Tensor, body_exprs, compute
-from passhost.tir.expr import BufferLoad, Call, PrimExpr, const
+from passhost.tir.expr import BufferLoad, Call, PrimExpr, Var, const
 from passhost.tir.function import Buffer, PrimFunc, decl_buffer
 from passhost.tir.stmt import (
     Allocate,
@@ -164,10 +164,13 @@ def _stage_stmt(tensor: Tensor, body: PrimExpr | Reduce, allocated: list[Buffer]
     acc = decl_buffer((1,), body.dtype, f"{tensor.name}_acc")
     allocated.append(acc)
     zero = (const(0, INDEX_DTYPE),)
-    step: Stmt = BufferStore(acc, body.reducer.combine(acc[zero], body.source), zero)
+    # Each stage binds reduction variables of its own, even where computes share an axis.
+    fresh = {a.var: Var(a.var.name_hint, INDEX_DTYPE) for a in body.axes}
+    step: Stmt = BufferStore(acc, body.reducer.combine(acc[zero],
+                                                       substitute(body.source, fresh)), zero)
     if body.where is not None:
-        step = IfThenElse(body.where, step)
-    inner = _loop_nest([a.var for a in body.axes], [a.extent for a in body.axes], step)
+        step = IfThenElse(substitute(body.where, fresh), step)
+    inner = _loop_nest(list(fresh.values()), [a.extent for a in body.axes], step)
     seq = SeqStmt([BufferStore(acc, body.reducer.identity(body.dtype), zero), inner,
                    BufferStore(out, acc[zero], tensor.axes)])
     return _loop_nest(tensor.axes, tensor.shape, seq)

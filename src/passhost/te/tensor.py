@@ -66,6 +66,18 @@ class IterVar:
     def __mod__(self, other: Any) -> PrimExpr:
         return self.var % other
 
+    def __lt__(self, other: Any) -> PrimExpr:
+        return self.var < other
+
+    def __le__(self, other: Any) -> PrimExpr:
+        return self.var <= other
+
+    def __gt__(self, other: Any) -> PrimExpr:
+        return self.var > other
+
+    def __ge__(self, other: Any) -> PrimExpr:
+        return self.var >= other
+
 
 def reduce_axis(extent: int, name: str = "k") -> IterVar:
     """A reduction axis over ``[0, extent)``."""
