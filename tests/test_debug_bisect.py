@@ -84,7 +84,8 @@ def test_the_structural_steps_of_the_build_always_run():
     flags = {p.info.name: p.info.always_run for p in flow.passes}
     assert flow.info.always_run
     assert flags == {"BindParams": True, "Optimize": False, "FuseOps": False,
-                     "LowerTE": True, "TIRToRuntime.cpu": True, "Package": True}
+                     "LowerTE": True, "tir.phase1": False, "tir.phase2": False,
+                     "tir.phase3": False, "TIRToRuntime.cpu": True, "Package": True}
 
 
 def test_partitioning_for_an_external_target_always_runs(register_plugin):

@@ -36,7 +36,7 @@ def test_softmax_matches_numpy_and_keeps_the_shared_exponentials():
     want = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(got, want / want.sum(1, keepdims=True), rtol=1e-6)
     # e is read by the sum and the division, and costs an exp: it gets a buffer.
-    assert _allocated(prim) == {"mx", "mx_acc", "e", "s", "s_acc"}
+    assert _allocated(prim) == {"mx", "mx_acc", "e", "s", "s_acc"}  # accumulators: in loops
 
 
 def test_an_elementwise_chain_is_one_loop_nest_without_buffers():

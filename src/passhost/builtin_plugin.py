@@ -46,6 +46,7 @@ def passhost_register_passes() -> list[PassSpec]:
                           OptionSpec("loops", bool, False,
                                      "loop nests from TE computes where every operator "
                                      "has one")]),
+        *_tir_passes(),
         PassSpec("PrintIR", lazy_factory("passhost.transform.print_ir", "PrintIR"), 0,
                  summary="write the module's text to stderr", options=[
                      OptionSpec("header", str, "", "a header printed before the module"),
@@ -58,6 +59,22 @@ def _graph_pass(name: str, module: str, opt_level: int, required: tuple[str, ...
                 summary: str, options: tuple[OptionSpec, ...] = ()) -> PassSpec:
     return PassSpec(name, lazy_factory(f"passhost.relay.transform.{module}", name), opt_level,
                     required, summary, options)
+
+
+def _tir_passes() -> list[PassSpec]:
+    """The TIR passes of :mod:`passhost.tir.transform`, run at the build's phases."""
+    def tir_pass(name: str, module: str, opt_level: int, summary: str) -> PassSpec:
+        return PassSpec(f"tir.{name}", lazy_factory(f"passhost.tir.transform.{module}", name),
+                        opt_level, (), summary)
+
+    return [
+        tir_pass("Simplify", "simplify", 1,
+                 "fold constants, integer identities, known branches, one-iteration loops"),
+        tir_pass("ReuseBuffers", "reuse_buffers", 2,
+                 "share memory between allocations whose lifetimes do not overlap"),
+        tir_pass("AnnotateLoops", "annotate_loops", 2,
+                 "mark parallel and vectorised loops"),
+    ]
 
 
 def _graph_passes() -> list[PassSpec]:

@@ -14,8 +14,8 @@ ones get a buffer of their own:
   nodes.
 
 Each stage kept in a buffer becomes one loop nest over its shape (``serial`` loops; TIR
-passes annotate them later); a reduction accumulates in a one-element buffer, then stores
-the result. The PrimFunc takes the input buffers, then the output buffers.
+passes annotate them later); a reduction accumulates in a one-element buffer allocated
+inside the loops over its result (so those loops may run in parallel), then stores it. The PrimFunc takes the input buffers, then the output buffers.
 """
 
 from __future__ import annotations
@@ -156,13 +156,13 @@ def _loop_nest(axes: Sequence[Any], extents: Sequence[int], body: Stmt) -> Stmt:
     return body
 
 
-def _stage_stmt(tensor: Tensor, body: PrimExpr | Reduce, allocated: list[Buffer]) -> Stmt:
-    """The loop nest storing every element of ``tensor``."""
+def _stage_stmt(tensor: Tensor, body: PrimExpr | Reduce) -> Stmt:
+    """The loop nest storing every element of ``tensor``; a reduction's accumulator is
+    allocated inside the loops over the result, so every element has its own."""
     out = tensor.buffer
     if not isinstance(body, Reduce):
         return _loop_nest(tensor.axes, tensor.shape, BufferStore(out, body, tensor.axes))
     acc = decl_buffer((1,), body.dtype, f"{tensor.name}_acc")
-    allocated.append(acc)
     zero = (const(0, INDEX_DTYPE),)
     # Each stage binds reduction variables of its own, even where computes share an axis.
     fresh = {a.var: Var(a.var.name_hint, INDEX_DTYPE) for a in body.axes}
@@ -173,7 +173,8 @@ def _stage_stmt(tensor: Tensor, body: PrimExpr | Reduce, allocated: list[Buffer]
     inner = _loop_nest(list(fresh.values()), [a.extent for a in body.axes], step)
     seq = SeqStmt([BufferStore(acc, body.reducer.identity(body.dtype), zero), inner,
                    BufferStore(out, acc[zero], tensor.axes)])
-    return _loop_nest(tensor.axes, tensor.shape, seq)
+    scoped = Allocate(acc.data, acc.dtype, acc.shape, DeclBuffer(acc, seq))
+    return _loop_nest(tensor.axes, tensor.shape, scoped)
 
 
 def _copies(outputs: Sequence[Tensor]) -> list[Tensor]:
@@ -213,7 +214,7 @@ def lower(outputs: Sequence[Tensor], inputs: Sequence[Tensor], name: str, *,
             continue
         if id(tensor) not in output_ids:
             allocated.append(tensor.buffer)
-        stmts.append(_stage_stmt(tensor, plan.bodies[id(tensor)], allocated))
+        stmts.append(_stage_stmt(tensor, plan.bodies[id(tensor)]))
     body: Stmt = stmts[0] if len(stmts) == 1 else SeqStmt(stmts)
     for buf in reversed(allocated):
         body = Allocate(buf.data, buf.dtype, buf.shape, DeclBuffer(buf, body))

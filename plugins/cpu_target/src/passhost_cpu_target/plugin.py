@@ -26,6 +26,8 @@ def passhost_register_targets() -> list[TargetKind]:
                             "(0: all cores)"),),
         keys=("cpu",),
         tir_to_runtime=_tir_to_runtime,
+        phase_passes={"tir.phase1": ("tir.Simplify",), "tir.phase2": ("tir.ReuseBuffers",),
+                      "tir.phase3": ("tir.AnnotateLoops",)},
         host=True,
         summary="the host CPU: generated Python over native kernels, NumPy and BLAS",
     )]

@@ -1,0 +1,133 @@
+"""The TIR passes of the build's phases: before/after in TIR text, and numbers kept."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+from te_harness import run_prim_func
+
+from passhost import te, text
+from passhost.ir.module import IRModule
+from passhost.tir.transform import AnnotateLoops, ReuseBuffers, Simplify
+from passhost.tir.transform.annotate_loops import MIN_PARALLEL_WORK
+from passhost.transform.context import PassContext
+
+HEADER = '#[version = "passhost.text/1"]\n\n'
+
+
+def _parse(body: str) -> IRModule:
+    return text.parse_module(HEADER + textwrap.dedent(body))
+
+
+def _run(pass_, mod: IRModule) -> str:
+    with PassContext(opt_level=3):
+        return text.print_module(pass_()(mod))
+
+
+def _expect(body: str) -> str:
+    return text.print_module(_parse(body))
+
+
+def test_simplify_folds_indices_selects_and_one_iteration_loops():
+    before = _parse("""\
+        prim_func @f [global_symbol="f"] (%a_data: handle, %b_data: handle) {
+          buffer %a: int32[1, 4] = match(%a_data, data=%a_data);
+          buffer %b: int32[1, 4] = match(%b_data, data=%b_data);
+          for %i: int64 in serial(int64(0), int64(1)) {
+            for %j: int64 in serial(int64(0), int64(4)) {
+              %b[%j * int64(1) + int64(0) + %i, floormod(%j, int64(1))] = select(int64(2) < int64(3), %a[floordiv(%i * int64(4), int64(4)), %j], 0);
+            }
+          }
+        }
+        """)
+    assert _run(Simplify, before) == _expect("""\
+        prim_func @f [global_symbol="f"] (%a_data: handle, %b_data: handle) {
+          buffer %a: int32[1, 4] = match(%a_data, data=%a_data);
+          buffer %b: int32[1, 4] = match(%b_data, data=%b_data);
+          for %j: int64 in serial(int64(0), int64(4)) {
+            %b[%j, int64(0)] = %a[int64(0), %j];
+          }
+        }
+        """)
+
+
+def test_simplify_leaves_float_identities_and_wraps_integers():
+    before = _parse("""\
+        prim_func @f [global_symbol="f"] (%a_data: handle) {
+          buffer %a: float32[2] = match(%a_data, data=%a_data);
+          %a[int64(0)] = %a[int64(0)] + 0.0;
+          %a[cast(int64, int8(127) + int8(1)) + int64(128)] = 1.0;
+        }
+        """)
+    assert _run(Simplify, before) == _expect("""\
+        prim_func @f [global_symbol="f"] (%a_data: handle) {
+          buffer %a: float32[2] = match(%a_data, data=%a_data);
+          %a[int64(0)] = %a[int64(0)] + 0.0;
+          %a[int64(0)] = 1.0;
+        }
+        """)
+
+
+def test_annotate_loops_marks_a_large_elementwise_nest_and_not_a_reduction():
+    n = MIN_PARALLEL_WORK // 64
+    before = _parse(f"""\
+        prim_func @f [global_symbol="f"] (%a_data: handle, %b_data: handle, %s_data: handle) {{
+          buffer %a: float32[{n}, 64] = match(%a_data, data=%a_data);
+          buffer %b: float32[{n}, 64] = match(%b_data, data=%b_data);
+          buffer %s: float32[1] = match(%s_data, data=%s_data);
+          for %i: int64 in serial(int64(0), int64({n})) {{
+            for %j: int64 in serial(int64(0), int64(64)) {{
+              %b[%i, %j] = tir.exp<float32>(%a[%i, %j]);
+            }}
+          }}
+          for %k: int64 in serial(int64(0), int64({n})) {{
+            %s[int64(0)] = %s[int64(0)] + %a[%k, int64(0)];
+          }}
+        }}
+        """)
+    assert _run(AnnotateLoops, before) == _expect(f"""\
+        prim_func @f [global_symbol="f"] (%a_data: handle, %b_data: handle, %s_data: handle) {{
+          buffer %a: float32[{n}, 64] = match(%a_data, data=%a_data);
+          buffer %b: float32[{n}, 64] = match(%b_data, data=%b_data);
+          buffer %s: float32[1] = match(%s_data, data=%s_data);
+          for %i: int64 in parallel(int64(0), int64({n})) {{
+            for %j: int64 in vectorized(int64(0), int64(64)) {{
+              %b[%i, %j] = tir.exp<float32>(%a[%i, %j]);
+            }}
+          }}
+          for %k: int64 in serial(int64(0), int64({n})) {{
+            %s[int64(0)] = %s[int64(0)] + %a[%k, int64(0)];
+          }}
+        }}
+        """)
+
+
+def test_annotate_loops_keeps_small_nests_and_dependent_loops_serial():
+    before = _parse("""\
+        prim_func @f [global_symbol="f"] (%a_data: handle) {
+          buffer %a: float32[8] = match(%a_data, data=%a_data);
+          for %i: int64 in serial(int64(1), int64(7)) {
+            %a[%i] = %a[%i - int64(1)] + 1.0;
+          }
+        }
+        """)
+    assert _run(AnnotateLoops, before) == text.print_module(before)
+
+
+def test_reuse_buffers_shares_memory_between_stages_that_do_not_overlap():
+    x = te.placeholder((2, 8), "float32", "x")
+    y = x
+    for n in range(4):
+        y = te.compute((2, 8), lambda i, j, y=y: te.tanh(y[i, j]) * te.tanh(y[i, j]),
+                       name=f"s{n}")
+    func = te.lower([y], [x], "f")
+    after = ReuseBuffers()
+    with PassContext(opt_level=3):
+        mod = after(IRModule({"f": func}))
+    printed = text.print_module(mod)
+    assert printed.count("allocate ") == 2  # s0 and s2 share, s1 has its own
+    assert "buffer %s2: float32[2, 8] = decl(%s0_data);" in printed
+    v = np.random.default_rng(0).uniform(-1, 1, (2, 8)).astype("float32")
+    np.testing.assert_array_equal(run_prim_func(mod["f"], [v])[0], run_prim_func(func, [v])[0])
+    assert text.print_module(text.parse_module(printed)) == printed
