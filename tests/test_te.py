@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from te_harness import run_prim_func
 
 from passhost import te
 from passhost.errors import IRTypeError
 from passhost.tir import Allocate, AllocateConst, For, post_order
+from te_harness import run_prim_func
 
 RNG = np.random.default_rng(0)
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import textwrap
 
 import numpy as np
-from te_harness import run_prim_func
 
 from passhost import te, text
 from passhost.ir.module import IRModule
 from passhost.tir.transform import AnnotateLoops, ReuseBuffers, Simplify
 from passhost.tir.transform.annotate_loops import MIN_PARALLEL_WORK
 from passhost.transform.context import PassContext
+from te_harness import run_prim_func
 
 HEADER = '#[version = "passhost.text/1"]\n\n'
 
@@ -36,7 +36,8 @@ def test_simplify_folds_indices_selects_and_one_iteration_loops():
           buffer %b: int32[1, 4] = match(%b_data, data=%b_data);
           for %i: int64 in serial(int64(0), int64(1)) {
             for %j: int64 in serial(int64(0), int64(4)) {
-              %b[%j * int64(1) + int64(0) + %i, floormod(%j, int64(1))] = select(int64(2) < int64(3), %a[floordiv(%i * int64(4), int64(4)), %j], 0);
+              %b[%j * int64(1) + int64(0) + %i, floormod(%j, int64(1))] = select(
+                  int64(2) < int64(3), %a[floordiv(%i * int64(4), int64(4)), %j], 0);
             }
           }
         }

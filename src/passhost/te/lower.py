@@ -15,7 +15,8 @@ ones get a buffer of their own:
 
 Each stage kept in a buffer becomes one loop nest over its shape (``serial`` loops; TIR
 passes annotate them later); a reduction accumulates in a one-element buffer allocated
-inside the loops over its result (so those loops may run in parallel), then stores it. The PrimFunc takes the input buffers, then the output buffers.
+inside the loops over its result (so those loops may run in parallel), then stores it.
+The PrimFunc takes the input buffers, then the output buffers.
 """
 
 from __future__ import annotations
