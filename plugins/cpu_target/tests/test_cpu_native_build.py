@@ -230,5 +230,5 @@ def test_an_interrupted_build_leaves_no_files(source, tmp_path, monkeypatch):
 
     monkeypatch.setattr(build.subprocess, "run", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        build._compile("cc", source, ("-O3",), cache / "tiny-x.so")
+        build._compile("cc", source.read_bytes(), ("-O3",), cache / "tiny-x.so")
     assert list(cache.iterdir()) == []

@@ -180,13 +180,19 @@ def _write_atomically(target: Path, write: Callable[[str], str | None]) -> str |
             os.unlink(tmp)
 
 
-def _compile(compiler: str, source: Path, flags: Sequence[str], target: Path) -> str | None:
-    """Compile ``source`` into ``target`` atomically and record its content hash; the
-    compiler's complaint on failure."""
+def _compile(compiler: str, source: bytes, flags: Sequence[str], target: Path) -> str | None:
+    """Compile the C ``source`` into ``target`` atomically and record its content hash;
+    the compiler's complaint on failure. The compiler reads the source from a temporary
+    file beside the target, removed afterwards."""
 
     def build(tmp: str) -> str | None:
-        result = subprocess.run([compiler, *flags, *_COMMON_FLAGS, str(source), "-o", tmp],
-                                capture_output=True, text=True, timeout=600, check=False)
+        # The source's name is recorded in the library: keep it the same on every build.
+        with tempfile.TemporaryDirectory(prefix=f".{target.stem}-", dir=target.parent) as work:
+            name = target.stem.rsplit("-", 1)[0] + ".c"
+            Path(work, name).write_bytes(source)
+            result = subprocess.run([compiler, *flags, *_COMMON_FLAGS, name, "-o",
+                                     os.path.abspath(tmp)], cwd=work, capture_output=True,
+                                    text=True, timeout=600, check=False)
         if result.returncode != 0:
             return result.stderr.strip()[-400:] or f"exit status {result.returncode}"
         digest = _file_digest(Path(tmp))
@@ -214,31 +220,37 @@ def _load(path: Path, abi_symbol: str, abi: int) -> ctypes.CDLL | None:
     return lib if version() == abi else None
 
 
-def load_or_build(source: Path, abi_symbol: str, abi: int, *, directory: Path | None = None,
-                  compiler: str | None = None) -> ctypes.CDLL:
-    """The compiled ``source`` loaded with ctypes, from the cache or compiled into it with
-    the first flag set that works. ``abi_symbol`` names a C function returning ``abi``;
-    a cached library that fails to load or returns another number is rebuilt."""
+def load_or_build(source: Path | str, abi_symbol: str, abi: int, *,
+                  directory: Path | None = None, compiler: str | None = None,
+                  stem: str | None = None,
+                  flag_sets: Sequence[Sequence[str]] = FLAG_SETS) -> ctypes.CDLL:
+    """The compiled C ``source`` (a file, or the text itself with a ``stem`` naming it)
+    loaded with ctypes, from the cache or compiled into it with the first of ``flag_sets``
+    that works. ``abi_symbol`` names a C function returning ``abi``; a cached library that
+    fails to load or returns another number is rebuilt."""
+    if isinstance(source, Path):
+        text, stem = source.read_bytes(), stem or source.stem
+    else:
+        text, stem = source.encode(), stem or "unit"
     compiler = compiler or find_compiler()
     if compiler is None:
         raise NativeBuildError("no C compiler found (set $CC, or install cc, gcc or clang)")
     directory = safe_directory(directory or cache_dir())
     identity = _compiler_identity(compiler)
-    text = source.read_bytes()
     errors = []
-    for flags in FLAG_SETS:
-        path = _library_path(directory, source.stem, text, identity, flags)
+    for flags in flag_sets:
+        path = _library_path(directory, stem, text, identity, flags)
         if path.exists():
             lib = _load(path, abi_symbol, abi) if _intact(path) else None
             if lib is not None:
                 return lib
             path.unlink(missing_ok=True)
             _digest_path(path).unlink(missing_ok=True)
-        problem = _compile(compiler, source, flags, path)
+        problem = _compile(compiler, text, flags, path)
         if problem is None:
             lib = _load(path, abi_symbol, abi)
             if lib is not None:
                 return lib
             problem = f"the compiled library {path} does not load or has another ABI"
         errors.append(f"{compiler} {' '.join(flags)}: {problem}")
-    raise NativeBuildError(f"cannot build {source.name} in {directory}:\n" + "\n".join(errors))
+    raise NativeBuildError(f"cannot build {stem} in {directory}:\n" + "\n".join(errors))
