@@ -130,9 +130,12 @@ def _no_constants(call: Any) -> bool:
 
 def _toy_add(func: PrimFunc):
     """Run the loop of :func:`_loop_add` with NumPy: find which parameters it adds."""
-    buffers = [func.buffer_map[p] for p in func.params]
-    store = func.body.body
-    lhs, rhs = (buffers.index(x.buffer) for x in (store.value.a, store.value.b))
+    datas = [func.buffer_map[p].data for p in func.params]
+    loop = func.body
+    while isinstance(loop, DeclBuffer):
+        loop = loop.body
+    store = loop.body
+    lhs, rhs = (datas.index(x.buffer.data) for x in (store.value.a, store.value.b))
 
     def add(*arrays):
         np.add(arrays[lhs], arrays[rhs], out=arrays[-1])
@@ -141,17 +144,23 @@ def _toy_add(func: PrimFunc):
 
 
 def _loop_add(func: Function, name: str) -> PrimFunc:
-    """``out[i] = x[i] + y[i]`` over the flattened tensors of a partitioned add (whose
-    arguments are parameters of the partition, possibly the same one twice)."""
+    """``out[i] = x[i] + y[i]`` over flat views of the tensors of a partitioned add (whose
+    arguments are parameters of the partition, possibly the same one twice). The PrimFunc's
+    parameters are buffers of the tensors' shapes, as the executor calls it."""
     ty = func.body.checked_type
     n = int(np.prod(ty.shape))
-    bufs = [decl_buffer((n,), ty.dtype, f"in{k}") for k in range(len(func.params))]
-    out = decl_buffer((n,), ty.dtype, "out")
+    bufs = [decl_buffer(p.checked_type.shape, p.checked_type.dtype, f"in{k}")
+            for k, p in enumerate(func.params)]
+    out = decl_buffer(ty.shape, ty.dtype, "out")
+    flat = {id(b): decl_buffer((n,), b.dtype, f"{b.name}_flat", data=b.data)
+            for b in (*bufs, out)}
     composite = func.body  # a call of the Composite function holding the add
     inner = composite.op
-    outer = {id(p): bufs[k] for k, p in enumerate(func.params)}
+    outer = {id(p): flat[id(bufs[k])] for k, p in enumerate(func.params)}
     lhs, rhs = (outer[id(composite.args[inner.params.index(a)])] for a in inner.body.args)
     i = Var("i", "int32")
-    body = For(i, 0, n, "serial", out.store([i], lhs[i] + rhs[i]))
+    body = For(i, 0, n, "serial", flat[id(out)].store([i], lhs[i] + rhs[i]))
+    for view in reversed(flat.values()):
+        body = DeclBuffer(view, body)
     return PrimFunc([b.data for b in (*bufs, out)], {b.data: b for b in (*bufs, out)}, body,
                     attrs={"global_symbol": name})

@@ -33,6 +33,8 @@ from passhost.plugins.manager import get_host
 from passhost.relay.expr import Function
 from passhost.runtime.compiled import CompiledModule
 from passhost.runtime.module import Module
+from passhost.runtime.plan import PlanError
+from passhost.runtime.plan_check import check_plan_calls
 from passhost.target import Target, hooks, parse_targets
 from passhost.target.kind import PHASES
 from passhost.text.module import print_module
@@ -185,6 +187,12 @@ def _package(state: _BuildState) -> Pass:
                              f"{', '.join('@' + n for n in orphans[:5])} (their 'target' "
                              f"attribute names no target of the build)")
         plan, params = plan_executor(graph_entry(mod))
+        try:
+            check_plan_calls(plan, state.tir)
+        except PlanError as err:
+            raise BuildError(f"the executor plan does not fit the PrimFuncs (a target's "
+                             f"relay_to_tir must give each PrimFunc one buffer per tensor, "
+                             f"of its shape and dtype): {err}") from None
         host = state.targets[-1]
         module = state.modules[host.kind.name]
         for target in state.targets[:-1]:

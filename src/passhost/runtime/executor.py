@@ -16,7 +16,7 @@ import numpy as np
 from passhost.errors import PasshostError
 from passhost.runtime.aligned import aligned_full
 from passhost.runtime.module import Module, find_function, run_scope
-from passhost.runtime.plan import ExecutorPlan
+from passhost.runtime.plan import ExecutorPlan, TensorEntry, param_mismatch
 
 __all__ = ["Executor", "ExecutorError"]
 
@@ -54,13 +54,13 @@ class Executor:
         self.input_names = [name for name, _ in plan.inputs]
 
     @staticmethod
-    def _param(params: Mapping[str, np.ndarray], t: Any) -> np.ndarray:
+    def _param(params: Mapping[str, np.ndarray], t: TensorEntry) -> np.ndarray:
         if t.name not in params:
             raise ExecutorError(f"parameter {t.name!r} is missing")
         arr = np.asarray(params[t.name], order="C")  # keeps 0-d arrays 0-d
-        if arr.shape != t.shape or arr.dtype.name != t.dtype:
-            raise ExecutorError(f"parameter {t.name!r}: expected {t.dtype}{list(t.shape)}, "
-                                f"found {arr.dtype.name}{list(arr.shape)}")
+        problem = param_mismatch(t, arr)
+        if problem is not None:
+            raise ExecutorError(problem)
         arr = arr.view()
         arr.flags.writeable = False
         return arr

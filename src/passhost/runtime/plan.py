@@ -7,14 +7,18 @@ tensors whose lifetimes do not overlap (see :mod:`passhost.backend.memory_plan`)
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 from attrs import frozen
 
 from passhost.errors import PasshostError
+from passhost.ir.types import DTYPES
 
-__all__ = ["ExecutorPlan", "PlanError", "Step", "TensorEntry"]
+__all__ = ["ExecutorPlan", "PlanError", "Step", "TensorEntry", "param_mismatch"]
 
 
 class PlanError(PasshostError):
@@ -35,9 +39,7 @@ class TensorEntry:
     @property
     def nbytes(self) -> int:
         """The size of the tensor in bytes."""
-        import numpy as np
-
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
 
 
 @frozen
@@ -81,6 +83,9 @@ class ExecutorPlan:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ExecutorPlan:
         """Read a plan written by :meth:`to_json`, checking every reference."""
+        if not isinstance(data, Mapping):
+            raise PlanError(f"malformed executor plan: an object expected, found "
+                            f"{type(data).__name__}")
         try:
             tensors = tuple(TensorEntry(str(t["kind"]), tuple(int(d) for d in t["shape"]),
                                         str(t["dtype"]), str(t.get("name", "")),
@@ -90,23 +95,27 @@ class ExecutorPlan:
                        tuple(Step(str(s["func"]), tuple(int(a) for a in s["args"]))
                              for s in data["steps"]),
                        tuple(int(o) for o in data["outputs"]))
-        except (KeyError, TypeError, ValueError) as err:
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as err:
             raise PlanError(f"malformed executor plan: {type(err).__name__}: {err}") from None
         plan.check()
         return plan
 
     def check(self) -> None:
-        """Raise :class:`PlanError` unless every reference in the plan is valid."""
-        import numpy as np
-
+        """Raise :class:`PlanError` unless every reference in the plan is valid (and every
+        graph input has a name of its own)."""
         n = len(self.tensors)
+        bad = [s for s in self.storage_sizes if s < 0]
+        if bad:
+            raise PlanError(f"negative storage sizes {bad}")
+        counts = Counter(t.name for t in self.tensors if t.kind == "input")
+        twice = sorted(name for name, count in counts.items() if count > 1)
+        if twice:
+            raise PlanError(f"inputs {twice} appear more than once")
         for i, t in enumerate(self.tensors):
             if t.kind not in ("input", "param", "storage"):
                 raise PlanError(f"tensor {i}: unknown kind {t.kind!r}")
-            try:
-                np.dtype(t.dtype)
-            except TypeError:
-                raise PlanError(f"tensor {i}: unknown dtype {t.dtype!r}") from None
+            if t.dtype not in DTYPES:
+                raise PlanError(f"tensor {i}: unknown dtype {t.dtype!r}")
             if any(d < 0 for d in t.shape):
                 raise PlanError(f"tensor {i}: negative dimension in {t.shape}")
             if t.kind == "storage":
@@ -124,3 +133,12 @@ class ExecutorPlan:
         bad = [o for o in self.outputs if not 0 <= o < n]
         if bad:
             raise PlanError(f"unknown output tensors {bad}")
+
+
+def param_mismatch(entry: TensorEntry, arr: np.ndarray) -> str | None:
+    """What is wrong with ``arr`` as the array of parameter tensor ``entry`` (its shape or
+    dtype differs), or None."""
+    if arr.shape != entry.shape or arr.dtype.name != entry.dtype:
+        return (f"parameter {entry.name!r}: expected {entry.dtype}{list(entry.shape)}, "
+                f"found {arr.dtype.name}{list(arr.shape)}")
+    return None
