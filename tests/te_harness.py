@@ -15,6 +15,7 @@ from passhost import relay
 from passhost.backend.lower_loops import has_te_computes, lower_to_loops
 from passhost.backend.lower_primitive import flatten_type
 from passhost.ir.module import IRModule
+from passhost.ir.types import is_float_dtype
 from passhost.relay.expr import Function
 from passhost.target import Target
 
@@ -53,7 +54,7 @@ def assert_matches_reference(func: Function, inputs: Sequence[np.ndarray],
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and g.shape == w.shape
-        if g.dtype.kind == "f":
+        if is_float_dtype(g.dtype.name):
             np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64),
                                        rtol=rtol, atol=atol, equal_nan=True)
         else:

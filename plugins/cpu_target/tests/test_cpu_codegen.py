@@ -93,6 +93,22 @@ def test_loops_lets_conditions_and_scalar_arithmetic():
                                               [2, -3, 2, -1], [99, 2, 99, 2]])
 
 
+def test_truncating_division_of_the_smallest_int64_and_isnan():
+    a, q = decl_buffer((3,), "int64", "a"), decl_buffer((3,), "int64", "q")
+    x, nan = decl_buffer((3,), "float32", "x"), decl_buffer((3,), "bool", "nan")
+    k = te.Var("k", "int64")
+    body = ts.For(k, 0, 3, "serial", ts.SeqStmt([
+        ts.BufferStore(q, te.Div(a[k], te.const(3, "int64")), [k]),
+        ts.BufferStore(nan, te.Call("bool", "tir.isnan", [x[k]]), [k])]))
+    module = compile_funcs({"f": prim_func([a, x, q, nan], body)})
+    quotients, flags = np.empty(3, "int64"), np.empty(3, bool)
+    smallest = np.iinfo("int64").min
+    module.get_function("f")(np.array([smallest, -7, 7], "int64"),
+                             np.array([np.nan, np.inf, 0], "float32"), quotients, flags)
+    np.testing.assert_array_equal(quotients, [-(2**63 // 3), -2, 2])
+    np.testing.assert_array_equal(flags, [True, False, False])
+
+
 def test_scalar_parameters_bound_loops():
     n = te.Var("n")
     x = decl_buffer((5,), "float32", "x")

@@ -27,6 +27,8 @@ from passhost.te.math import (
     max_value,
     min_value,
     prod,
+    propagating_max,
+    propagating_min,
     sum,
 )
 from passhost.te.math import te_max as max
@@ -54,5 +56,6 @@ __all__ = [
     "INDEX_DTYPE", "INLINE_LIMIT", "INTRINSIC_NAMES", "IterVar", "Reduce", "Reducer", "Tensor",
     "broadcast", "broadcast_indices", "cast", "compute", "elementwise", "flat_index",
     "if_then_else", "intrinsic", "lower", "max", "max_value", "min", "min_value",
-    "placeholder", "prod", "reduce_axis", "stages", "sum", "unflatten_index",
+    "placeholder", "prod", "propagating_max", "propagating_min", "reduce_axis", "stages", "sum",
+    "unflatten_index",
 ]

@@ -7,19 +7,20 @@ with its operand's dtype; code generators give them their meaning.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from passhost.errors import IRTypeError
-from passhost.ir.types import FLOAT_DTYPES
+from passhost.ir.types import ANY_FLOAT_DTYPES, FLOAT_DTYPES
 from passhost.te.tensor import Reducer
 from passhost.tir import expr as tir
 from passhost.tir.expr import PrimExpr, const, convert
 
 __all__ = [
-    "INTRINSIC_NAMES", "cast", "if_then_else", "max_value", "min_value", "prod", "sum",
-    "te_max", "te_min",
+    "INTRINSIC_NAMES", "cast", "if_then_else", "max_value", "min_value", "prod",
+    "propagating_max", "propagating_min", "sum", "te_max", "te_min",
 ]
 
 
@@ -54,6 +55,29 @@ sum = Reducer("sum", lambda acc, x: acc + x, _zero)
 prod = Reducer("prod", lambda acc, x: acc * x, _one)
 te_max = Reducer("max", lambda acc, x: tir.Max(acc, x), min_value)
 te_min = Reducer("min", lambda acc, x: tir.Min(acc, x), max_value)
+
+
+_Combine = Callable[[PrimExpr, PrimExpr], PrimExpr]
+
+
+def _propagating(pick: type[tir.BinaryOp], beats: _Combine) -> _Combine:
+    """A combine taking ``x`` when it is NaN or ``beats(x, acc)``: a NaN, once met, stays
+    (``acc`` NaN beats nothing and is never replaced). Integers use ``pick``."""
+
+    def combine(acc: PrimExpr, x: PrimExpr) -> PrimExpr:
+        if x.dtype not in ANY_FLOAT_DTYPES:
+            return pick(acc, x)
+        return tir.Select(intrinsic("isnan", x) | beats(x, acc), x, acc)
+
+    return combine
+
+
+#: Maximum and minimum reductions whose result is NaN when an element is NaN (NumPy's
+#: ``max`` and ``min``), without relying on how ``tir.Max`` / ``tir.Min`` treat NaN.
+propagating_max = Reducer("propagating_max", _propagating(tir.Max, lambda x, acc: x > acc),
+                          min_value)
+propagating_min = Reducer("propagating_min", _propagating(tir.Min, lambda x, acc: x < acc),
+                          max_value)
 
 
 def cast(value: Any, dtype: str) -> PrimExpr:

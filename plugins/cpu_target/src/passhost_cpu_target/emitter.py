@@ -34,7 +34,7 @@ _BINARY = {te.Add: "+", te.Sub: "-", te.Mul: "*", te.FloorDiv: "//", te.FloorMod
 
 _INTRINSICS = {"tir.exp": "np.exp", "tir.log": "np.log", "tir.sqrt": "np.sqrt",
                "tir.tanh": "np.tanh", "tir.fabs": "np.abs", "tir.floor": "np.floor",
-               "tir.ceil": "np.ceil", "tir.pow": "np.power"}
+               "tir.ceil": "np.ceil", "tir.pow": "np.power", "tir.isnan": "np.isnan"}
 
 #: Python integers stand for these dtypes (indices and counters); others are NumPy scalars.
 _PYTHON_INTS = ("int32", "int64")

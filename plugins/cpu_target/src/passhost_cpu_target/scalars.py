@@ -12,9 +12,11 @@ __all__ = ["buffer_view", "convert", "truncdiv", "truncmod"]
 
 
 def truncdiv(a: Any, b: Any) -> Any:
-    """Integer division rounding toward zero (C's ``/``)."""
-    q = abs(a) // abs(b)
-    return q if (a < 0) == (b < 0) else -q
+    """Integer division rounding toward zero (C's ``/``): the floor quotient, one more
+    where the signs differ and a remainder is left (no magnitude is taken: the smallest
+    value of a NumPy integer dtype has none in that dtype)."""
+    q = a // b
+    return q + 1 if (a % b != 0) and ((a < 0) != (b < 0)) else q
 
 
 def truncmod(a: Any, b: Any) -> Any:

@@ -7,13 +7,18 @@ form that neither overflows nor loses small values, ``hardmax`` picks the first 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
+from passhost import te
 from passhost.ir.attrs import Attrs, attrs_class, int_field
-from passhost.ir.types import ANY_FLOAT_DTYPES, Type
+from passhost.ir.types import ANY_FLOAT_DTYPES, TensorType, Type
 from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.common import normalize_axis
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
+from passhost.relay.op.search import arg_extreme_te
+from passhost.relay.op.te_reduce import reduced_index
 from passhost.relay.op.tensor import float_rel
 
 __all__ = ["softplus", "hardmax"]
@@ -56,7 +61,18 @@ def _hardmax(attrs_value: HardmaxAttrs, data: np.ndarray) -> np.ndarray:
     return out
 
 
+def _hardmax_te(attrs_value: HardmaxAttrs, inputs: Sequence[te.Tensor],
+                out: TensorType) -> te.Tensor:
+    (x,) = inputs
+    axis = attrs_value.axis % x.ndim
+    first = arg_extreme_te(x, axis, False, te.propagating_max, False, "hardmax_index")
+    return te.compute(x.shape, lambda *i: te.cast(
+        i[axis].equal(first[reduced_index(i, (axis,))]),
+        out.dtype), name="hardmax")
+
+
 hardmax = define_op(
     "nn.hardmax", inputs=("data",), attrs=HardmaxAttrs, type_rel=_hardmax_rel,
     compute=_hardmax, pattern=OpPattern.OPAQUE, layout=LayoutInfo(axis_attrs=("axis",)),
+    te_compute=_hardmax_te,
     description="1 at the first maximum along `axis` (the first NaN if any), 0 elsewhere.")

@@ -12,12 +12,14 @@ Padding of 2-D windows takes 1, 2 or 4 values and is stored as four:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from attrs import field
 from numpy.lib.stride_tricks import as_strided
 
+from passhost import te
 from passhost.errors import AttrError
 from passhost.ir.attrs import (
     Attrs,
@@ -42,6 +44,16 @@ from passhost.relay.op.accumulate import acc_float as _acc_float
 from passhost.relay.op.accumulate import matmul_in_dtype
 from passhost.relay.op.common import identity_rel, normalize_axis
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
+from passhost.relay.op.te_reduce import (
+    acc_dtype,
+    reduce_over,
+    reduced_index,
+    scale_shift,
+    standardise,
+    sum_dtype,
+    widen,
+)
+from passhost.tir.expr import PrimExpr
 
 __all__ = [
     "relu",
@@ -447,10 +459,32 @@ def _batch_norm(attrs: BatchNormAttrs, data: np.ndarray, gamma: np.ndarray, beta
     return out.astype(data.dtype, copy=False), mean, var
 
 
+def _batch_norm_te(attrs: BatchNormAttrs, inputs: Sequence[te.Tensor],
+                   out: TupleType) -> tuple[te.Tensor, ...]:
+    data, gamma, beta, mean, var = inputs
+    acc = acc_dtype(data.dtype)
+    axis = attrs.axis % data.ndim
+
+    def inv_element(c: PrimExpr) -> PrimExpr:
+        inv = 1.0 / te.sqrt(te.cast(var[c], acc) + attrs.epsilon)
+        return inv * te.cast(gamma[c], acc) if attrs.scale else inv
+
+    def shift_element(c: PrimExpr) -> PrimExpr:
+        shift = -te.cast(mean[c], acc) * inv[c]
+        return shift + te.cast(beta[c], acc) if attrs.center else shift
+
+    inv = te.compute(mean.shape, inv_element, name="batch_norm_inv")
+    shift = te.compute(mean.shape, shift_element, name="batch_norm_shift")
+    normed = te.compute(data.shape, lambda *i: te.cast(
+        te.cast(data[i], acc) * inv[i[axis]] + shift[i[axis]], data.dtype), name="batch_norm")
+    return normed, mean, var
+
+
 batch_norm = define_op(
     "nn.batch_norm", inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
     attrs=BatchNormAttrs, type_rel=_batch_norm_rel, compute=_batch_norm,
     pattern=OpPattern.OPAQUE, layout=LayoutInfo(axis_attrs=("axis",)),
+    te_compute=_batch_norm_te,
     description="Inference batch normalisation along `axis`; returns (out, mean, var).")
 
 
@@ -488,10 +522,19 @@ def _layer_norm(attrs: LayerNormAttrs, data: np.ndarray, gamma: np.ndarray,
     return out.astype(data.dtype, copy=False)
 
 
+def _layer_norm_te(attrs: LayerNormAttrs, inputs: Sequence[te.Tensor],
+                   out: TensorType) -> te.Tensor:
+    data, gamma, beta = inputs
+    axis = attrs.axis % data.ndim
+    normed = standardise(widen(data), (axis,), attrs.epsilon, "layer_norm_standard")
+    return scale_shift(normed, axis, gamma if attrs.scale else None,
+                       beta if attrs.center else None, out.dtype, "layer_norm")
+
+
 layer_norm = define_op(
     "nn.layer_norm", inputs=("data", "gamma", "beta"), attrs=LayerNormAttrs,
     type_rel=_layer_norm_rel, compute=_layer_norm, pattern=OpPattern.OPAQUE,
-    layout=LayoutInfo(axis_attrs=("axis",)),
+    layout=LayoutInfo(axis_attrs=("axis",)), te_compute=_layer_norm_te,
     description="Layer normalisation over `axis`, then scale by gamma and shift by beta.")
 
 
@@ -512,7 +555,7 @@ def _softmax_rel(args: ArgTypes, attrs: SoftmaxAttrs) -> Type:
 def _shifted(attrs: SoftmaxAttrs, data: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     axis = attrs.axis % data.ndim
     x = data.astype(_acc_float(data.dtype))
-    z = x - x.max(axis=axis, keepdims=True)
+    z = x - x.max(axis=axis, keepdims=True, initial=-np.inf)  # an empty axis has no max
     return z, np.exp(z), axis
 
 
@@ -526,15 +569,47 @@ def _log_softmax(attrs: SoftmaxAttrs, data: np.ndarray) -> np.ndarray:
     return (z - np.log(e.sum(axis=axis, keepdims=True))).astype(data.dtype, copy=False)
 
 
+def _softmax_stages(attrs: SoftmaxAttrs, data: te.Tensor,
+                    ) -> tuple[Callable[[tuple[PrimExpr, ...]], PrimExpr], te.Tensor, te.Tensor,
+                               tuple[int]]:
+    """``x - max`` (an element), ``exp(x - max)`` and its sum along the axis."""
+    axes = (attrs.axis % data.ndim,)
+    x = widen(data)
+    best = reduce_over(x.shape, axes, False, lambda i: x[i], te.propagating_max, "softmax_max")
+
+    def shifted(i: tuple[PrimExpr, ...]) -> PrimExpr:
+        return x[i] - best[reduced_index(i, axes)]
+
+    exps = te.compute(x.shape, lambda *i: te.exp(shifted(i)), name="softmax_exp")
+    total = reduce_over(x.shape, axes, False, lambda i: exps[i], te.sum, "softmax_sum")
+    return shifted, exps, total, axes
+
+
+def _softmax_te(attrs: SoftmaxAttrs, inputs: Sequence[te.Tensor], out: TensorType,
+                ) -> te.Tensor:
+    _, exps, total, axes = _softmax_stages(attrs, inputs[0])
+    return te.compute(out.shape, lambda *i: te.cast(exps[i] / total[reduced_index(i, axes)],
+                                                    out.dtype), name="softmax")
+
+
+def _log_softmax_te(attrs: SoftmaxAttrs, inputs: Sequence[te.Tensor], out: TensorType,
+                    ) -> te.Tensor:
+    shifted, _, total, axes = _softmax_stages(attrs, inputs[0])
+    return te.compute(out.shape, lambda *i: te.cast(
+        shifted(i) - te.log(total[reduced_index(i, axes)]), out.dtype), name="log_softmax")
+
+
 softmax = define_op(
     "nn.softmax", inputs=("data",), attrs=SoftmaxAttrs, type_rel=_softmax_rel,
     compute=_softmax, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    layout=LayoutInfo(axis_attrs=("axis",)), description="Softmax along `axis`.")
+    layout=LayoutInfo(axis_attrs=("axis",)), description="Softmax along `axis`.",
+    te_compute=_softmax_te)
 
 log_softmax = define_op(
     "nn.log_softmax", inputs=("data",), attrs=SoftmaxAttrs, type_rel=_softmax_rel,
     compute=_log_softmax, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    layout=LayoutInfo(axis_attrs=("axis",)), description="Log of softmax along `axis`.")
+    layout=LayoutInfo(axis_attrs=("axis",)), description="Log of softmax along `axis`.",
+    te_compute=_log_softmax_te)
 
 
 # -- nn.leaky_relu ---------------------------------------------------------------------------
@@ -706,10 +781,39 @@ def _global_avg_pool2d(attrs: GlobalPool2DAttrs, data: np.ndarray) -> np.ndarray
     return _from_nchw(out, attrs.out_layout or attrs.layout)
 
 
+def _global_avg_pool2d_te(attrs: GlobalPool2DAttrs, inputs: Sequence[te.Tensor],
+                          out: TensorType) -> te.Tensor:
+    (data,) = inputs
+    spatial = (2, 3) if attrs.layout == "NCHW" else (1, 2)
+    channel = 1 if (attrs.out_layout or attrs.layout) == "NCHW" else 3
+    acc = sum_dtype(data.dtype)
+    total = reduce_over(data.shape, spatial, False, lambda i: te.cast(data[i], acc), te.sum,
+                        "global_avg_pool2d_sum")
+    count = max(data.shape[spatial[0]] * data.shape[spatial[1]], 1)
+
+    def element(*i: PrimExpr) -> PrimExpr:
+        n, c = i[0], i[channel]
+        value = total[n, c]
+        if is_float_dtype(data.dtype):
+            return te.cast(value / count, out.dtype)
+        return te.cast(_round_half_away(value, count), out.dtype)
+
+    return te.compute(out.shape, element, name="global_avg_pool2d")
+
+
+def _round_half_away(total: PrimExpr, count: int) -> PrimExpr:
+    """The uint64 ``total`` (an int64 sum, wrapped) divided by ``count``, rounded half away
+    from zero, as a wrapped uint64: the quotient of magnitudes, then the sign."""
+    negative = te.cast(total, "int64") < 0
+    magnitude = te.if_then_else(negative, 0 - total, total)
+    quotient = (magnitude + count // 2) / count
+    return te.if_then_else(negative, 0 - quotient, quotient)
+
+
 global_avg_pool2d = define_op(
     "nn.global_avg_pool2d", inputs=("data",), attrs=GlobalPool2DAttrs,
     type_rel=_global_pool_rel, compute=_global_avg_pool2d,
-    pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    pattern=OpPattern.OUT_ELEMWISE_FUSABLE, te_compute=_global_avg_pool2d_te,
     layout=LayoutInfo(layout_attrs=("layout", "out_layout")),
     description="Mean over the spatial dims, which are kept as 1.")
 

@@ -3,16 +3,19 @@ Lp normalisation, local response normalisation, and the negative log-likelihood 
 
 Every kernel computes in float32 at least (float16 and bfloat16 data are widened, float64
 stays) and returns the data's dtype. Statistics are taken per instance: the mean and the biased
-variance ``mean((x - mean)**2)`` over the normalised axes.
+variance ``mean((x - mean)**2)`` over the normalised axes. The TE computes (loop nests) take
+the same statistics in the same dtypes (:mod:`passhost.relay.op.te_reduce`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from passhost import te
 from passhost.errors import AttrError
 from passhost.ir.attrs import (
     Attrs,
@@ -26,6 +29,18 @@ from passhost.ir.types import ANY_FLOAT_DTYPES, TensorType, Type
 from passhost.relay.op.common import normalize_axis
 from passhost.relay.op.nn import _acc_float, _along, _channel_vector
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
+from passhost.relay.op.te_reduce import (
+    acc_dtype,
+    as_dtype,
+    mean_over,
+    reduce_over,
+    reduced_index,
+    root,
+    scale_shift,
+    standardise,
+    widen,
+)
+from passhost.tir.expr import PrimExpr, const
 
 __all__ = [
     "instance_norm", "group_norm", "rms_norm", "lp_normalize", "lrn", "nll_loss",
@@ -89,10 +104,25 @@ def _instance_norm(attrs_value: InstanceNormAttrs, data: np.ndarray, gamma: np.n
     return _scale_shift(out, attrs_value, gamma, beta, axis).astype(data.dtype, copy=False)
 
 
+def _scale_shift_te(normed: te.Tensor, attrs_value: Any, gamma: te.Tensor, beta: te.Tensor,
+                    axis: int, dtype: str, name: str) -> te.Tensor:
+    return scale_shift(normed, axis, gamma if attrs_value.scale else None,
+                       beta if attrs_value.center else None, dtype, name)
+
+
+def _instance_norm_te(attrs_value: InstanceNormAttrs, inputs: Sequence[te.Tensor],
+                      out: TensorType) -> te.Tensor:
+    data, gamma, beta = inputs
+    axis = attrs_value.axis % data.ndim
+    spatial = tuple(i for i in range(1, data.ndim) if i != axis)
+    normed = standardise(widen(data), spatial, attrs_value.epsilon, "instance_norm_standard")
+    return _scale_shift_te(normed, attrs_value, gamma, beta, axis, out.dtype, "instance_norm")
+
+
 instance_norm = define_op(
     "nn.instance_norm", inputs=("data", "gamma", "beta"), attrs=InstanceNormAttrs,
     type_rel=_instance_norm_rel, compute=_instance_norm, pattern=OpPattern.OPAQUE,
-    layout=LayoutInfo(axis_attrs=("axis",)),
+    layout=LayoutInfo(axis_attrs=("axis",)), te_compute=_instance_norm_te,
     description="Instance normalisation: statistics per instance and channel over the "
                 "spatial axes, then gamma and beta per channel.")
 
@@ -132,10 +162,29 @@ def _group_norm(attrs_value: GroupNormAttrs, data: np.ndarray, gamma: np.ndarray
     return _scale_shift(out, attrs_value, gamma, beta, axis).astype(data.dtype, copy=False)
 
 
+def _group_norm_te(attrs_value: GroupNormAttrs, inputs: Sequence[te.Tensor],
+                   out: TensorType) -> te.Tensor:
+    data, gamma, beta = inputs
+    axis, g = attrs_value.axis % data.ndim, attrs_value.num_groups
+    shape, per_group = data.shape, data.shape[axis] // g
+    x = widen(data)
+    # The channels of ``axis`` split into (group, channel in group); both views are inlined.
+    grouped = te.compute(
+        (*shape[:axis], g, per_group, *shape[axis + 1:]),
+        lambda *i: x[(*i[:axis], i[axis] * per_group + i[axis + 1], *i[axis + 2:])],
+        name="group_norm_grouped")
+    stats = tuple(i for i in range(1, grouped.ndim) if i != axis)
+    normed = standardise(grouped, stats, attrs_value.epsilon, "group_norm_standard")
+    ungrouped = te.compute(
+        shape, lambda *i: normed[(*i[:axis], i[axis] // per_group, i[axis] % per_group,
+                                  *i[axis + 1:])], name="group_norm_ungrouped")
+    return _scale_shift_te(ungrouped, attrs_value, gamma, beta, axis, out.dtype, "group_norm")
+
+
 group_norm = define_op(
     "nn.group_norm", inputs=("data", "gamma", "beta"), attrs=GroupNormAttrs,
     type_rel=_group_norm_rel, compute=_group_norm, pattern=OpPattern.OPAQUE,
-    layout=LayoutInfo(axis_attrs=("axis",)),
+    layout=LayoutInfo(axis_attrs=("axis",)), te_compute=_group_norm_te,
     description="Group normalisation: the channels of `axis` split into num_groups "
                 "consecutive groups; statistics per instance and group over the group's "
                 "channels and the spatial axes, then gamma and beta per channel.")
@@ -168,9 +217,22 @@ def _rms_norm(attrs_value: RMSNormAttrs, data: np.ndarray, gamma: np.ndarray) ->
     return out.astype(data.dtype, copy=False)
 
 
+def _rms_norm_te(attrs_value: RMSNormAttrs, inputs: Sequence[te.Tensor],
+                 out: TensorType) -> te.Tensor:
+    data, gamma = inputs
+    axes = (attrs_value.axis % data.ndim,)
+    x = widen(data)
+    mean_square = mean_over(x.shape, axes, lambda i: x[i] * x[i], "rms_norm_mean_square")
+    denom = root(mean_square, attrs_value.epsilon, "rms_norm_denom")
+    normed = te.compute(x.shape, lambda *i: x[i] / denom[reduced_index(i, axes)],
+                        name="rms_norm_standard")
+    return scale_shift(normed, axes[0], gamma, None, out.dtype, "rms_norm")
+
+
 rms_norm = define_op(
     "nn.rms_norm", inputs=("data", "gamma"), attrs=RMSNormAttrs, type_rel=_rms_norm_rel,
     compute=_rms_norm, pattern=OpPattern.OPAQUE, layout=LayoutInfo(axis_attrs=("axis",)),
+    te_compute=_rms_norm_te,
     description="Root-mean-square normalisation over `axis`: x / sqrt(mean(x**2) + epsilon), "
                 "then scaled by gamma.")
 
@@ -209,9 +271,31 @@ def _lp_normalize(attrs_value: LpNormalizeAttrs, data: np.ndarray) -> np.ndarray
     return out.astype(data.dtype, copy=False)
 
 
+def _lp_normalize_te(attrs_value: LpNormalizeAttrs, inputs: Sequence[te.Tensor],
+                     out: TensorType) -> te.Tensor:
+    x = widen(inputs[0])
+    axes = (attrs_value.axis % x.ndim,)
+    if attrs_value.p == 1:
+        norm = reduce_over(x.shape, axes, False, lambda i: te.fabs(x[i]), te.sum,
+                           "lp_normalize_norm")
+    else:
+        squares = reduce_over(x.shape, axes, False, lambda i: x[i] * x[i], te.sum,
+                              "lp_normalize_squares")
+        norm = te.compute(squares.shape, lambda *i: te.sqrt(squares[i]),
+                          name="lp_normalize_norm")
+
+    def element(*i: PrimExpr) -> PrimExpr:
+        divisor = norm[reduced_index(i, axes)]
+        return te.cast(te.if_then_else(divisor.equal(0), const(0, x.dtype), x[i] / divisor),
+                       out.dtype)
+
+    return te.compute(x.shape, element, name="lp_normalize")
+
+
 lp_normalize = define_op(
     "nn.lp_normalize", inputs=("data",), attrs=LpNormalizeAttrs, type_rel=_axis_rel,
     compute=_lp_normalize, pattern=OpPattern.OPAQUE, layout=LayoutInfo(axis_attrs=("axis",)),
+    te_compute=_lp_normalize_te,
     description="Divide by the L1 or L2 norm along `axis` (0 where the norm is 0).")
 
 
@@ -241,9 +325,30 @@ def _lrn(attrs_value: LRNAttrs, data: np.ndarray) -> np.ndarray:
         return (x / denom).astype(data.dtype, copy=False)
 
 
+def _lrn_te(attrs_value: LRNAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    x = widen(inputs[0])
+    axis, size = attrs_value.axis % x.ndim, attrs_value.size
+    channels, before = x.shape[axis], (size - 1) // 2
+
+    def window_sum(*i: PrimExpr) -> te.Reduce:
+        k = te.reduce_axis(size, "k")
+        c = i[axis] - before + k.var
+        value = x[(*i[:axis], c, *i[axis + 1:])]
+        return te.sum(value * value, axis=k, where=(c >= 0) & (c < channels))
+
+    sums = te.compute(x.shape, window_sum, name="lrn_window_sum")
+    scale = attrs_value.alpha / size
+
+    def element(*i: PrimExpr) -> PrimExpr:
+        denom = te.pow(attrs_value.bias + scale * sums[i], attrs_value.beta)
+        return te.cast(x[i] / denom, out.dtype)
+
+    return te.compute(x.shape, element, name="lrn")
+
+
 lrn = define_op(
     "nn.lrn", inputs=("data",), attrs=LRNAttrs, type_rel=_axis_rel, compute=_lrn,
-    pattern=OpPattern.OPAQUE, layout=LayoutInfo(axis_attrs=("axis",)),
+    pattern=OpPattern.OPAQUE, layout=LayoutInfo(axis_attrs=("axis",)), te_compute=_lrn_te,
     description="Local response normalisation across the channels of `axis`: "
                 "x / (bias + alpha / size * (sum of x**2 over a window of size channels)) "
                 "** beta.")
@@ -293,9 +398,43 @@ def _nll_loss(attrs_value: NLLLossAttrs, pred: np.ndarray, targets: np.ndarray,
     return np.asarray(total, dtype=pred.dtype)
 
 
+def _nll_loss_te(attrs_value: NLLLossAttrs, inputs: Sequence[te.Tensor],
+                 out: TensorType) -> te.Tensor:
+    pred, targets, weights = inputs
+    acc = acc_dtype(pred.dtype)
+    classes = pred.shape[1]
+
+    def picked(i: tuple[PrimExpr, ...]) -> tuple[PrimExpr, PrimExpr]:
+        """The prediction and weight of the target at ``i`` (0 for an ignored target, whose
+        class reads as 0: never outside the predictions)."""
+        target = te.cast(targets[i], "int64")
+        valid = (target >= 0) & (target < classes)
+        if attrs_value.ignore_index is not None:
+            valid = valid & target.not_equal(attrs_value.ignore_index)
+        cls = te.if_then_else(valid, target, 0)
+        weight = te.if_then_else(valid, te.cast(weights[cls], acc), const(0, acc))
+        return te.cast(pred[(i[0], cls, *i[1:])], acc), weight
+
+    def loss(i: tuple[PrimExpr, ...]) -> PrimExpr:
+        value, weight = picked(i)
+        return -value * weight
+
+    if attrs_value.reduction == "none":
+        return te.compute(out.shape, lambda *i: te.cast(loss(i), out.dtype), name="nll_loss")
+    every = tuple(range(targets.ndim))
+    total = reduce_over(targets.shape, every, False, loss, te.sum, "nll_loss_sum")
+    if attrs_value.reduction == "sum":
+        return as_dtype(total, out.dtype)
+    weight_sum = reduce_over(targets.shape, every, False, lambda i: picked(i)[1], te.sum,
+                             "nll_loss_weight_sum")
+    return te.compute((), lambda: te.cast(total[()] / weight_sum[()], out.dtype),
+                      name="nll_loss")
+
+
 nll_loss = define_op(
     "nn.nll_loss", inputs=("predictions", "targets", "weights"), attrs=NLLLossAttrs,
     type_rel=_nll_loss_rel, compute=_nll_loss, pattern=OpPattern.OPAQUE,
+    te_compute=_nll_loss_te,
     description="Negative log-likelihood loss: -predictions[n, targets[n, ...], ...] times "
                 "the target's class weight; summed, or divided by the summed weights "
                 "(mean), or kept per element (none). Targets equal to ignore_index or "

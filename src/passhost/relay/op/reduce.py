@@ -9,19 +9,25 @@ accumulate float16 and bfloat16 in float32, rounding the result once (an empty r
 gives 0 and 1); ``mean`` of integers sums in int64 and divides truncating toward zero (TVM's
 integer division), giving the input dtype. ``mean``, ``max`` and ``min`` reject a reduction
 over zero elements.
+
+TE computes (loop nests) give the same results: integer sums and products accumulate in
+uint64, which wraps as the reference's dtypes do; ``max`` and ``min`` propagate NaN.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from passhost import te
 from passhost.ir.attrs import Attrs, attrs_class, bool_field, ints_field
 from passhost.ir.types import ANY_FLOAT_DTYPES, INT_DTYPES, TensorType, Type, is_float_dtype
 from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.common import normalize_axis
 from passhost.relay.op.registry import ArgTypes, Op, OpPattern, TypeRelation, define_op
+from passhost.relay.op.te_reduce import acc_dtype, as_dtype, reduce_over, sum_dtype
 
 __all__ = ["max", "mean", "min", "prod", "sum"]
 
@@ -93,8 +99,9 @@ def _mean(attrs_value: ReduceAttrs, x: np.ndarray) -> np.ndarray:
                      keepdims=keep) / np.asarray(count, dtype=acc)
         return np.asarray(out).astype(x.dtype)
     total = np.asarray(np.sum(x, axis=axes, dtype=np.int64, keepdims=keep))
-    # Truncating division: the quotient of the magnitudes, with the sign of the total.
-    quotient = np.sign(total) * (np.abs(total) // count)
+    # Truncating division: the floor quotient, one more where a negative total leaves a
+    # remainder (no magnitude is taken, which INT64_MIN would not have).
+    quotient = total // count + ((total % count != 0) & (total < 0))
     return np.asarray(quotient).astype(x.dtype)
 
 
@@ -110,6 +117,54 @@ def _extreme(reduce: Callable[..., np.ndarray]) -> _Kernel:
     return compute
 
 
+# -- TE computes -------------------------------------------------------------------------
+_TECompute = Callable[[ReduceAttrs, Sequence[te.Tensor], TensorType], te.Tensor]
+
+
+def _accumulating_te(reducer: te.Reducer) -> _TECompute:
+    """A TE compute of ``sum`` or ``prod``: accumulate in :func:`sum_dtype`, round once."""
+
+    def te_compute(attrs_value: ReduceAttrs, inputs: Sequence[te.Tensor],
+                   out: TensorType) -> te.Tensor:
+        (x,) = inputs
+        acc = sum_dtype(x.dtype)
+        total = reduce_over(x.shape, _kernel_axes(attrs_value, x.ndim), attrs_value.keepdims,
+                            lambda i: te.cast(x[i], acc), reducer, reducer.name)
+        return as_dtype(total, out.dtype)
+
+    return te_compute
+
+
+def _mean_te(attrs_value: ReduceAttrs, inputs: Sequence[te.Tensor],
+             out: TensorType) -> te.Tensor:
+    (x,) = inputs
+    axes = _kernel_axes(attrs_value, x.ndim)
+    count = math.prod(x.shape[a] for a in axes)
+    acc = sum_dtype(x.dtype)
+    total = reduce_over(x.shape, axes, attrs_value.keepdims, lambda i: te.cast(x[i], acc),
+                        te.sum, "mean_sum")
+    if is_float_dtype(x.dtype):
+        return te.elementwise(lambda v: te.cast(v / count, out.dtype), total, name="mean")
+    # The int64 sum divided truncating toward zero (C's division, as the reference's).
+    return te.elementwise(lambda v: te.cast(te.cast(v, "int64") / count, out.dtype), total,
+                          name="mean")
+
+
+def _extreme_te(reducer: te.Reducer) -> _TECompute:
+    """A TE compute of ``max`` or ``min``: NaN propagates; narrow floats compare as float32
+    (exactly), bools as uint8."""
+
+    def te_compute(attrs_value: ReduceAttrs, inputs: Sequence[te.Tensor],
+                   out: TensorType) -> te.Tensor:
+        (x,) = inputs
+        work = "uint8" if x.dtype == "bool" else acc_dtype(x.dtype)
+        best = reduce_over(x.shape, _kernel_axes(attrs_value, x.ndim), attrs_value.keepdims,
+                           lambda i: te.cast(x[i], work), reducer, reducer.name)
+        return as_dtype(best, out.dtype)
+
+    return te_compute
+
+
 def _kernel_axes(attrs_value: ReduceAttrs, ndim: int) -> tuple[int, ...]:
     if not attrs_value.axis:
         return tuple(range(ndim))
@@ -122,18 +177,20 @@ def _kernel_axes(attrs_value: ReduceAttrs, ndim: int) -> tuple[int, ...]:
 _NUMERIC = ANY_FLOAT_DTYPES + INT_DTYPES
 
 
-def _reduce_op(name: str, compute: _Kernel, dtypes: tuple[str, ...], nonempty: bool,
-               description: str) -> Op:
+def _reduce_op(name: str, compute: _Kernel, te_compute: _TECompute, dtypes: tuple[str, ...],
+               nonempty: bool, description: str) -> Op:
     return define_op(name, inputs=("data",), type_rel=_reduce_rel(dtypes, nonempty),
                      compute=compute, attrs=ReduceAttrs, pattern=OpPattern.COMM_REDUCE,
-                     description=description)
+                     description=description, te_compute=te_compute)
 
 
-sum = _reduce_op("sum", _accumulating(np.sum), _NUMERIC, False,
+sum = _reduce_op("sum", _accumulating(np.sum), _accumulating_te(te.sum), _NUMERIC, False,
                  "Sum over axes (the input dtype; integers wrap around).")
-mean = _reduce_op("mean", _mean, _NUMERIC, True,
+mean = _reduce_op("mean", _mean, _mean_te, _NUMERIC, True,
                   "Arithmetic mean over axes (integers: truncated toward zero).")
-max = _reduce_op("max", _extreme(np.max), (*_NUMERIC, "bool"), True, "Maximum over axes.")
-min = _reduce_op("min", _extreme(np.min), (*_NUMERIC, "bool"), True, "Minimum over axes.")
-prod = _reduce_op("prod", _accumulating(np.prod), _NUMERIC, False,
+max = _reduce_op("max", _extreme(np.max), _extreme_te(te.propagating_max),
+                 (*_NUMERIC, "bool"), True, "Maximum over axes.")
+min = _reduce_op("min", _extreme(np.min), _extreme_te(te.propagating_min),
+                 (*_NUMERIC, "bool"), True, "Minimum over axes.")
+prod = _reduce_op("prod", _accumulating(np.prod), _accumulating_te(te.prod), _NUMERIC, False,
                   "Product over axes (the input dtype; integers wrap around).")

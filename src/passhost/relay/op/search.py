@@ -12,17 +12,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from passhost import te
 from passhost.ir.attrs import Attrs, attrs_class, bool_field, int_field
-from passhost.ir.types import ANY_FLOAT_DTYPES, INT_DTYPES, TensorType, TupleType, Type
+from passhost.ir.types import (
+    ANY_FLOAT_DTYPES,
+    INT_DTYPES,
+    TensorType,
+    TupleType,
+    Type,
+    is_float_dtype,
+)
 from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.common import normalize_axis
 from passhost.relay.op.registry import ArgTypes, Op, OpPattern, define_op
+from passhost.relay.op.te_reduce import reduce_over, reduced_index, widen
+from passhost.tir.expr import PrimExpr
 
-__all__ = ["argmax", "argmin", "topk"]
+__all__ = ["arg_extreme_te", "argmax", "argmin", "topk"]
 
 _NUMERIC = ANY_FLOAT_DTYPES + INT_DTYPES
 
@@ -50,7 +60,27 @@ def _arg_reduce_rel(args: ArgTypes, attrs_value: ArgReduceAttrs) -> Type:
     return TensorType(shape, "int64")
 
 
-def _arg_reduce_op(name: str, find: Callable[..., np.ndarray], which: str) -> Op:
+def arg_extreme_te(x: te.Tensor, axis: int, keepdims: bool, extreme: te.Reducer,
+                   last: bool, name: str) -> te.Tensor:
+    """The int64 index along ``axis`` of the first (or ``last``) element of ``x`` equal to
+    its ``extreme`` there, or of the first (last) NaN: the extreme value in one pass, then
+    the least (greatest) index holding it in another. Narrow floats compare as float32."""
+    wide = widen(x)
+    best = reduce_over(x.shape, (axis,), False, lambda i: wide[i], extreme, f"{name}_value")
+    n = x.shape[axis]
+
+    def index(i: tuple[PrimExpr, ...]) -> PrimExpr:
+        value = wide[i]
+        hit = value.equal(best[reduced_index(i, (axis,))])
+        if is_float_dtype(value.dtype):
+            hit = hit | te.isnan(value)  # only when ``best`` is NaN: NaN propagates to it
+        return te.if_then_else(hit, i[axis], -1 if last else n)
+
+    return reduce_over(x.shape, (axis,), keepdims, index, te.max if last else te.min, name)
+
+
+def _arg_reduce_op(name: str, find: Callable[..., np.ndarray], which: str,
+                   extreme: te.Reducer) -> Op:
     def compute(attrs_value: ArgReduceAttrs, x: np.ndarray) -> np.ndarray:
         axis = attrs_value.axis % x.ndim
         x = x.astype(acc_float(x.dtype), copy=False)  # bfloat16 compares as float32
@@ -62,14 +92,21 @@ def _arg_reduce_op(name: str, find: Callable[..., np.ndarray], which: str) -> Op
             index = np.expand_dims(index, axis)
         return np.asarray(index, dtype=np.int64)
 
+    def te_compute(attrs_value: ArgReduceAttrs, inputs: Sequence[te.Tensor],
+                   _out: TensorType) -> te.Tensor:
+        (x,) = inputs
+        return arg_extreme_te(x, attrs_value.axis % x.ndim, attrs_value.keepdims, extreme,
+                              attrs_value.select_last_index, name)
+
     return define_op(name, inputs=("data",), type_rel=_arg_reduce_rel, compute=compute,
                      attrs=ArgReduceAttrs, pattern=OpPattern.COMM_REDUCE,
+                     te_compute=te_compute,
                      description=f"The int64 index of the {which} element along an axis "
                                  f"(the first one, or the last with select_last_index).")
 
 
-argmax = _arg_reduce_op("argmax", np.argmax, "largest")
-argmin = _arg_reduce_op("argmin", np.argmin, "smallest")
+argmax = _arg_reduce_op("argmax", np.argmax, "largest", te.propagating_max)
+argmin = _arg_reduce_op("argmin", np.argmin, "smallest", te.propagating_min)
 
 
 # -- topk --------------------------------------------------------------------------------------
