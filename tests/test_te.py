@@ -155,3 +155,15 @@ def test_errors_are_clear():
     load = foreign[0]  # built outside the compute: not recorded as read by it
     with pytest.raises(IRTypeError, match="loads buffer foreign"):
         te.compute((2,), lambda i: load + 1.0, name="sneaky")
+
+
+def test_the_stage_after_a_reduction_is_computed_in_its_final_store():
+    a = te.placeholder((3, 4), "float32", "a")
+    k = te.reduce_axis(4, "k")
+    total = te.compute((3,), lambda i: te.sum(a[i, k], axis=k), name="total")
+    mean = te.compute((3,), lambda i: total[i] / 4.0, name="mean")
+    prim = te.lower([mean], [a], "mean")
+    assert _allocated(prim) == {"total_acc"}
+    assert sum(isinstance(n, For) for n in post_order(prim.body)) == 2
+    x = RNG.standard_normal((3, 4)).astype("float32")
+    np.testing.assert_allclose(run_prim_func(prim, [x])[0], x.mean(1), rtol=1e-6)

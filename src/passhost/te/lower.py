@@ -4,7 +4,9 @@
 ones get a buffer of their own:
 
 * outputs, reductions and placeholders always do (placeholders are parameters, or
-  ``AllocateConst`` buffers for the ``constants`` given);
+  ``AllocateConst`` buffers for the ``constants`` given); but a reduction read by one stage
+  only, of its shape and at its own indices (a mean's division, a cast), hands its result
+  straight to that stage, computed in the reduction's final store;
 * every other computed tensor is *inlined*: its loads are replaced by its expression at
   the loaded indices, so a chain of elementwise and injective stages becomes one loop
   nest with no buffer between them. A stage is kept in a buffer instead when inlining
@@ -100,6 +102,19 @@ class _Inliner(StmtExprMutator):
         return substitute(body, dict(zip(tensor.axes, load.indices)))
 
 
+class _LoadsReplaced(StmtExprMutator):
+    """Replaces every load of ``buffer`` by ``value``."""
+
+    def __init__(self, buffer: Buffer, value: PrimExpr) -> None:
+        super().__init__()
+        self.buffer = buffer
+        self.value = value
+
+    def visit_buffer_load(self, load: BufferLoad) -> PrimExpr:
+        """``value`` for a load of ``buffer``, else the load."""
+        return self.value if load.buffer is self.buffer else load
+
+
 def _loads(exprs: Sequence[PrimExpr]) -> dict[int, int]:
     """Buffer id -> how many loads of it ``exprs`` hold."""
     counts: dict[int, int] = {}
@@ -132,6 +147,37 @@ class _Plan:
             uses = readers.get(id(tensor.buffer), [])
             if self._inlinable(tensor, body, uses):
                 self.inlined[id(tensor.buffer)] = (tensor, body)
+        self.epilogues = self._epilogues(order, kept)
+
+    def _epilogues(self, order: list[Tensor], kept: set[int]) -> dict[int, Tensor]:
+        """id(reduction) -> the one stage reading it, when that stage can be computed in
+        the reduction's final store: same shape, reads the reduction only at its own
+        indices, and reads nothing stored after the reduction."""
+        position = {id(t.buffer): n for n, t in enumerate(order)}
+        stored = [t for t in order if t.body is not None and id(t.buffer) not in self.inlined]
+        readers: dict[int, list[Tensor]] = {}
+        for tensor in stored:
+            for buffer_id in _loads(body_exprs(self.bodies[id(tensor)])):
+                readers.setdefault(buffer_id, []).append(tensor)
+        out: dict[int, Tensor] = {}
+        for reduction in stored:
+            users = readers.get(id(reduction.buffer), [])
+            if (not isinstance(reduction.body, Reduce) or id(reduction) in kept
+                    or len(users) != 1):
+                continue
+            (user,) = users
+            body = self.bodies[id(user)]
+            if isinstance(body, Reduce) or user.shape != reduction.shape:
+                continue
+            loads = [n for n in post_order([body]) if isinstance(n, BufferLoad)]
+            own = all(len(n.indices) == len(user.axes)
+                      and all(i is a for i, a in zip(n.indices, user.axes))
+                      for n in loads if n.buffer is reduction.buffer)
+            earlier = all(position.get(id(n.buffer), -1) < position[id(reduction.buffer)]
+                          for n in loads if n.buffer is not reduction.buffer)
+            if own and earlier:
+                out[id(reduction)] = user
+        return out
 
     def _expand(self, body: PrimExpr | Reduce) -> PrimExpr | Reduce:
         inliner = _Inliner(self.inlined)
@@ -157,9 +203,12 @@ def _loop_nest(axes: Sequence[Any], extents: Sequence[int], body: Stmt) -> Stmt:
     return body
 
 
-def _stage_stmt(tensor: Tensor, body: PrimExpr | Reduce) -> Stmt:
+def _stage_stmt(tensor: Tensor, body: PrimExpr | Reduce,
+                epilogue: tuple[Tensor, PrimExpr] | None = None) -> Stmt:
     """The loop nest storing every element of ``tensor``; a reduction's accumulator is
-    allocated inside the loops over the result, so every element has its own."""
+    allocated inside the loops over the result, so every element has its own. With an
+    ``epilogue`` (a stage and its body reading the reduction at its own indices), the
+    final store computes that stage instead of storing the reduction."""
     out = tensor.buffer
     if not isinstance(body, Reduce):
         return _loop_nest(tensor.axes, tensor.shape, BufferStore(out, body, tensor.axes))
@@ -172,8 +221,13 @@ def _stage_stmt(tensor: Tensor, body: PrimExpr | Reduce) -> Stmt:
     if body.where is not None:
         step = IfThenElse(substitute(body.where, fresh), step)
     inner = _loop_nest(list(fresh.values()), [a.extent for a in body.axes], step)
-    seq = SeqStmt([BufferStore(acc, body.reducer.identity(body.dtype), zero), inner,
-                   BufferStore(out, acc[zero], tensor.axes)])
+    final = BufferStore(out, acc[zero], tensor.axes)
+    if epilogue is not None:
+        user, value = epilogue
+        value = substitute(value, dict(zip(user.axes, tensor.axes)))
+        value = _LoadsReplaced(out, acc[zero]).visit(value)
+        final = BufferStore(user.buffer, value, tensor.axes)
+    seq = SeqStmt([BufferStore(acc, body.reducer.identity(body.dtype), zero), inner, final])
     scoped = Allocate(acc.data, acc.dtype, acc.shape, DeclBuffer(acc, seq))
     return _loop_nest(tensor.axes, tensor.shape, scoped)
 
@@ -210,12 +264,16 @@ def lower(outputs: Sequence[Tensor], inputs: Sequence[Tensor], name: str, *,
     output_ids = {id(t) for t in outputs}
     allocated: list[Buffer] = []
     stmts: list[Stmt] = []
+    folded = {id(user) for user in plan.epilogues.values()}
     for tensor in order:
-        if tensor.body is None or id(tensor.buffer) in plan.inlined:
+        if tensor.body is None or id(tensor.buffer) in plan.inlined or id(tensor) in folded:
             continue
-        if id(tensor) not in output_ids:
-            allocated.append(tensor.buffer)
-        stmts.append(_stage_stmt(tensor, plan.bodies[id(tensor)]))
+        user = plan.epilogues.get(id(tensor))
+        stored = tensor if user is None else user
+        if id(stored) not in output_ids:
+            allocated.append(stored.buffer)
+        epilogue = None if user is None else (user, plan.bodies[id(user)])
+        stmts.append(_stage_stmt(tensor, plan.bodies[id(tensor)], epilogue))
     body: Stmt = stmts[0] if len(stmts) == 1 else SeqStmt(stmts)
     for buf in reversed(allocated):
         body = Allocate(buf.data, buf.dtype, buf.shape, DeclBuffer(buf, body))
