@@ -18,14 +18,26 @@ from passhost.ir.module import IRModule
 from passhost.ir.types import is_float_dtype
 from passhost.relay.expr import Function
 from passhost.target import Target
+from passhost.tir.bounds import check_index_bounds
 
 
 def loops_of(func: Function):
     """The PrimFunc of loops computing ``func``, or None when a TE compute does not cover
-    one of its calls."""
+    one of its calls. The loops must provably index inside their buffers."""
     if not has_te_computes(func):
         return None
-    return lower_to_loops(func.with_attr("Primitive", 1), "f")
+    prim = te_lower_unchecked(func)
+    if prim is not None:
+        check_index_bounds(prim, "f")  # raises: a compute that may read out of bounds
+    return prim
+
+
+def te_lower_unchecked(func: Function):
+    """``lower_to_loops`` of ``func`` without its bounds proof (None if not covered)."""
+    from unittest import mock
+
+    with mock.patch("passhost.backend.lower_loops.check_index_bounds"):
+        return lower_to_loops(func.with_attr("Primitive", 1), "f")
 
 
 def run_as_loops(func: Function, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:

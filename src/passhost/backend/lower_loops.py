@@ -9,8 +9,9 @@ injective step is inlined into the loop nest that consumes it, so a chain of the
 nothing in between. The PrimFunc has the kernel-call lowering's signature (the input
 buffers, then the output buffers), so the two are interchangeable per function.
 
-A TE compute returns None for attributes or dtypes it does not cover; the function is then
-not lowered to loops (the caller uses kernel calls).
+A TE compute returns None for attributes or dtypes it does not cover, and a lowered
+function whose every index cannot be proved inside its buffer (:mod:`passhost.tir.bounds`)
+is not used either: the caller then lowers the function to kernel calls.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from passhost.errors import PasshostError
 from passhost.ir.types import TensorType, TupleType, Type
 from passhost.relay.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from passhost.relay.visitor import post_order
+from passhost.tir.bounds import IndexBoundsError, check_index_bounds
 from passhost.tir.expr import const
 from passhost.tir.function import PrimFunc
 
@@ -76,7 +78,8 @@ def _check_result(call: Call, result: Any) -> Any:
 
 def lower_to_loops(func: Function, name: str, attrs: dict | None = None) -> PrimFunc | None:
     """The PrimFunc ``name`` computing the typed fused function ``func`` with loop nests,
-    or None when an operator's TE compute does not cover its call."""
+    or None when an operator's TE compute does not cover its call or an index cannot be
+    proved in bounds."""
     values: dict[int, Any] = {}
     inputs: list[te.Tensor] = []
     for i, param in enumerate(func.params):
@@ -110,4 +113,9 @@ def lower_to_loops(func: Function, name: str, attrs: dict | None = None) -> Prim
         elif isinstance(node, Function):
             raise LoweringError("loop lowering cannot lower nested functions")
     outputs = leaves(values[id(func.body)])
-    return te.lower(outputs, inputs, name, constants=constants, attrs=attrs)
+    prim = te.lower(outputs, inputs, name, constants=constants, attrs=attrs)
+    try:
+        check_index_bounds(prim, name)
+    except IndexBoundsError:
+        return None
+    return prim

@@ -14,7 +14,7 @@ them. So a PrimFunc is refused unless:
   gives exactly the output buffers' shapes and dtypes; ``copy`` copies between buffers of
   one dtype and one number of elements.
 
-Indices of loads and stores in loop nests are not bounded here.
+- every load and store provably indexes inside its buffer (:mod:`passhost.tir.bounds`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from passhost.backend.kernel_call import COPY, KernelCall, decode_kernel_call
 from passhost.backend.lower_primitive import flatten_type
 from passhost.errors import PasshostError
 from passhost.ir.types import TensorType, TupleType, Type
+from passhost.tir.bounds import IndexBoundsError, check_index_bounds
 from passhost.tir.expr import Call
 from passhost.tir.function import Buffer, PrimFunc
 from passhost.tir.stmt import Allocate, AllocateConst
@@ -121,3 +122,7 @@ def check_prim_func(func: PrimFunc, name: str) -> None:
             except _REFUSALS as err:
                 raise PrimFuncCheckError(f"{where}: {err}") from None
             _check_kernel_call(call, constants, where)
+    try:
+        check_index_bounds(func, name)
+    except IndexBoundsError as err:
+        raise PrimFuncCheckError(str(err)) from None
