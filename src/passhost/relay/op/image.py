@@ -24,6 +24,13 @@ or, with ``exclude_outside``, weigh 0 (the other weights renormalised). With ``a
 a downscaling linear or cubic resize stretches its kernel by ``1 / scale`` (a low-pass
 filter). Integer data is interpolated in float64 and rounded half to even, saturating.
 
+Compiled to loops (its TE compute), ``resize`` evaluates the same float64 coordinate and
+weight formulas per output element, in the reference's order of operations (the weights'
+total in NumPy's summation order), so that both give the same bits when the compiler does
+not contract multiply-adds. It keeps the kernel when interpolating int64 or uint64 data
+(whose saturation bounds are no float64 numbers) and for kernels of more than
+:data:`RESIZE_TE_MAX_TAPS` taps.
+
 ``grid_sample`` follows ONNX's GridSample (and PyTorch's grid_sample): a position ``g`` in
 [-1, 1] along an axis of length ``n`` is the coordinate ``(g + 1) / 2 * (n - 1)`` with
 ``align_corners`` (-1 and 1 are the centres of the edge elements), else
@@ -37,11 +44,13 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from attrs import field
 
+from passhost import te
 from passhost.errors import AttrError
 from passhost.ir.attrs import (
     Attrs,
@@ -54,6 +63,8 @@ from passhost.ir.attrs import (
 from passhost.ir.types import ANY_FLOAT_DTYPES, INT_DTYPES, TensorType, Type, is_float_dtype
 from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.registry import ArgTypes, OpPattern, define_op
+from passhost.relay.op.te_movement import fill
+from passhost.tir.expr import Max, Min, PrimExpr, Select, const
 
 __all__ = ["GridSampleAttrs", "ResizeAttrs", "grid_sample", "resize"]
 
@@ -129,22 +140,16 @@ def _taps(attrs_value: ResizeAttrs, n: int, m: int, ratio: tuple[float, float], 
     """Resizing one axis from ``n`` to ``m`` with the scale ``ratio[0] / ratio[1]``: the
     input indices ``(m, taps)``, their weights (None for nearest) and which outputs are
     extrapolated (or None)."""
-    x_in, outside = _coordinates(attrs_value, n, m, ratio, start, end)
-    scale = ratio[0] / ratio[1]
+    x_in, outside = _coordinates(attrs_value, n, m, ratio, start, end,
+                                 np.arange(m, dtype=np.float64))
     if attrs_value.method == "nearest":
         index = _round(x_in, attrs_value.nearest_mode)[:, None]
         return np.clip(index, 0, n - 1), None, outside
     base = np.floor(x_in)
     frac = x_in - base
-    # Tap offsets from floor(x_in): -half+1 .. half; the kernel is stretched by 1 / scale
-    # when an antialiased resize shrinks the axis.
-    cubic = attrs_value.method == "cubic"
-    stretch = min(scale, 1.0) if attrs_value.antialias else 1.0
-    reach = 2.0 if cubic else 1.0
-    half = math.ceil(reach / stretch) if stretch < 1.0 else int(reach)
-    offsets = np.arange(1 - half, half + 1)
+    stretch, offsets = _tap_offsets(attrs_value, ratio)
     dist = np.abs(offsets[None, :] - frac[:, None]) * stretch
-    if cubic:
+    if attrs_value.method == "cubic":
         weights = _keys_kernel(dist, attrs_value.cubic_coeff_a)
     else:
         weights = np.clip(1.0 - dist, 0.0, 1.0)
@@ -156,32 +161,44 @@ def _taps(attrs_value: ResizeAttrs, n: int, m: int, ratio: tuple[float, float], 
     return np.clip(index, 0, n - 1), weights, outside
 
 
+def _tap_offsets(attrs_value: ResizeAttrs, ratio: tuple[float, float],
+                 ) -> tuple[float, np.ndarray]:
+    """How much a linear or cubic kernel is stretched (``min(scale, 1)`` when an
+    antialiased resize shrinks the axis, else 1) and the offsets of its taps from
+    ``floor(x_in)``: ``-half + 1 .. half``."""
+    scale = ratio[0] / ratio[1]
+    stretch = min(scale, 1.0) if attrs_value.antialias else 1.0
+    reach = 2.0 if attrs_value.method == "cubic" else 1.0
+    half = math.ceil(reach / stretch) if stretch < 1.0 else int(reach)
+    return stretch, np.arange(1 - half, half + 1)
+
+
 def _coordinates(attrs_value: ResizeAttrs, n: int, m: int, ratio: tuple[float, float],
-                 start: float, end: float) -> tuple[np.ndarray, np.ndarray | None]:
-    """The input coordinate of each output index at the scale ``ratio`` (numerator,
-    denominator), and which lie outside the input (``tf_crop_and_resize`` only, else None).
-    Each is one division of exact products, then an exact shift, so that coordinates that
-    are whole or half numbers come out exact."""
+                 start: float, end: float, x: Any) -> tuple[Any, Any]:
+    """The input coordinate of the output indices ``x`` (float64: an array, or a TIR
+    expression for the TE compute) at the scale ``ratio`` (numerator, denominator), and
+    whether they lie outside the input (``tf_crop_and_resize`` only, else None). Each is
+    one division of exact products, then an exact shift, so that coordinates that are
+    whole or half numbers come out exact."""
     num, den = ratio
-    x = np.arange(m, dtype=np.float64)
     halves = 2 * x + 1  # twice x + 0.5
     out_minus_1 = num * n - den  # (out - 1) * den
     mode = attrs_value.coordinate_transformation_mode
     if mode in ("half_pixel", "pytorch_half_pixel"):
         if mode == "pytorch_half_pixel" and out_minus_1 == 0:
-            return np.zeros(m), None
+            return 0 * x, None
         return halves * den / (2 * num) - 0.5, None
     if mode == "half_pixel_symmetric":
         # in / 2 * (1 - m / out) + (x + 0.5) / scale - 0.5, rearranged
         return (n - 1) / 2 + (halves - m) * den / (2 * num), None
     if mode == "align_corners":
-        return (np.zeros(m) if out_minus_1 == 0 else x * (n - 1) * den / out_minus_1), None
+        return (0 * x if out_minus_1 == 0 else x * (n - 1) * den / out_minus_1), None
     if mode == "asymmetric":
         return x * den / num, None
     if mode == "tf_half_pixel_for_nn":
         return halves * den / (2 * num), None
     if out_minus_1 == 0:
-        x_in = np.full(m, (end - start) * (n - 1) / 2)
+        x_in = 0 * x + (end - start) * (n - 1) / 2
     else:
         x_in = x * (end - start) * (n - 1) * den / out_minus_1
     x_in = x_in + start * (n - 1)
@@ -202,11 +219,12 @@ def _round(x: np.ndarray, mode: str) -> np.ndarray:
     return out.astype(np.int64)
 
 
-def _keys_kernel(d: np.ndarray, a: float) -> np.ndarray:
-    """Keys' cubic convolution kernel of parameter ``a`` at distances ``d >= 0``."""
+def _keys_kernel(d: Any, a: float, where: Any = np.where) -> Any:
+    """Keys' cubic convolution kernel of parameter ``a`` at distances ``d >= 0`` (arrays,
+    or TIR expressions with ``where`` a select)."""
     near = ((a + 2) * d - (a + 3)) * d * d + 1
     far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
-    return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
+    return where(d <= 1, near, where(d < 2, far, 0.0))
 
 
 def _resize_axis(x: np.ndarray, axis: int, index: np.ndarray, weights: np.ndarray | None,
@@ -228,30 +246,46 @@ def _resize_axis(x: np.ndarray, axis: int, index: np.ndarray, weights: np.ndarra
     return out
 
 
-def _resize(attrs_value: ResizeAttrs, data: np.ndarray) -> np.ndarray:
-    nd, size = data.ndim, attrs_value.size
+def _axis_steps(attrs_value: ResizeAttrs, shape: tuple[int, ...],
+                ) -> list[tuple[int, int, int, tuple[float, float], float, float]]:
+    """The axes that are resized (in order), each as ``(axis, n, m, (num, den), start,
+    end)``: from length ``n`` to ``m`` at the scale ``num / den``, over the region
+    ``[start, end]`` of ``tf_crop_and_resize``. Axes the resize leaves as they are are left
+    out."""
+    nd, size = len(shape), attrs_value.size
     if attrs_value.scales:
         ratios = list(zip(attrs_value.scales, attrs_value.scale_divisors or (1,) * nd))
     else:
-        ratios = [(m, n) if n else (1, 1) for n, m in zip(data.shape, size)]
+        ratios = [(m, n) if n else (1, 1) for n, m in zip(shape, size)]
     roi = attrs_value.roi or (0.0,) * nd + (1.0,) * nd
     mode = attrs_value.coordinate_transformation_mode
-    interpolate = attrs_value.method != "nearest"
-    floating = is_float_dtype(data.dtype.name)
-    work = acc_float(data.dtype) if floating or not interpolate else np.dtype(np.float64)
-    x = data.astype(work, copy=False)
-    for axis, (n, m, (num, den)) in enumerate(zip(data.shape, size, ratios)):
+    steps = []
+    for axis, (n, m, (num, den)) in enumerate(zip(shape, size, ratios)):
         start, end = roi[axis], roi[axis + nd]
         if n == m and num == den and mode != "tf_half_pixel_for_nn" and \
                 (mode != "tf_crop_and_resize" or (start, end) == (0.0, 1.0)):
             continue  # the identity on this axis
+        steps.append((axis, n, m, (float(num), float(den)), start, end))
+    return steps
+
+
+def _work_dtype(attrs_value: ResizeAttrs, dtype: np.dtype) -> np.dtype:
+    """The dtype the resize computes in: float64 to interpolate integers, else the one the
+    data's kernels compute in."""
+    if is_float_dtype(dtype.name) or attrs_value.method == "nearest":
+        return acc_float(dtype)
+    return np.dtype(np.float64)
+
+
+def _resize(attrs_value: ResizeAttrs, data: np.ndarray) -> np.ndarray:
+    x = data.astype(_work_dtype(attrs_value, data.dtype), copy=False)
+    for axis, n, m, ratio, start, end in _axis_steps(attrs_value, data.shape):
         if m == 0:
             x = np.take(x, np.zeros(0, np.int64), axis=axis)
             continue
-        index, weights, outside = _taps(attrs_value, n, m, (float(num), float(den)), start,
-                                        end)
+        index, weights, outside = _taps(attrs_value, n, m, ratio, start, end)
         x = _resize_axis(x, axis, index, weights, outside, attrs_value.extrapolation_value)
-    if interpolate:
+    if attrs_value.method != "nearest":
         x = _as_dtype(x, data.dtype)
     return np.ascontiguousarray(x.astype(data.dtype, copy=False))
 
@@ -264,9 +298,149 @@ def _as_dtype(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return x.astype(dtype, copy=False)
 
 
+# -- image.resize as loops -----------------------------------------------------------------
+#: The most taps per output element (an antialiased downscale widens the kernel) the TE
+#: compute of ``resize`` expands; wider kernels keep the NumPy kernel.
+RESIZE_TE_MAX_TAPS = 64
+_F64 = "float64"
+
+
+def _clip_te(v: PrimExpr, lo: float, hi: float) -> PrimExpr:
+    """``np.clip(v, lo, hi)`` of a float expression (NaN stays NaN)."""
+    return Select(v < lo, const(lo, v.dtype), Select(v > hi, const(hi, v.dtype), v))
+
+
+def _to_index(v: PrimExpr, lo: int, hi: int) -> PrimExpr:
+    """The whole float ``v`` as an index clamped into ``[lo, hi]`` (NaN gives ``lo``, as
+    the reference's integer conversion and clip do), so that the conversion never
+    overflows."""
+    inside = Select(v <= hi, v, const(float(hi), v.dtype))
+    return te.cast(Select(v >= lo, inside, const(float(lo), v.dtype)), te.INDEX_DTYPE)
+
+
+def _round_te(x: PrimExpr, mode: str) -> PrimExpr:
+    """:func:`_round` of one coordinate (before its conversion to an integer)."""
+    if mode == "floor":
+        return te.floor(x)
+    if mode == "ceil":
+        return te.ceil(x)
+    base = te.floor(x)
+    frac = x - base
+    up = frac > 0.5 if mode == "round_prefer_floor" else frac >= 0.5
+    return Select(up, base + 1.0, base)
+
+
+def _pairwise_sum(terms: list[PrimExpr]) -> PrimExpr:
+    """The sum of ``terms`` in the order NumPy's ``sum`` adds up to 128 values (pairwise:
+    below 8 one after the other, else in 8 running sums combined as a tree, then the rest),
+    so that the weights of :func:`_taps` are normalised by the same total."""
+    if len(terms) < 8:
+        total = terms[0]
+        for t in terms[1:]:
+            total = total + t
+        return total
+    runs = list(terms[:8])
+    whole = len(terms) - len(terms) % 8
+    for k in range(8, whole):
+        runs[k % 8] = runs[k % 8] + terms[k]
+    total = ((runs[0] + runs[1]) + (runs[2] + runs[3])) + ((runs[4] + runs[5])
+                                                           + (runs[6] + runs[7]))
+    for t in terms[whole:]:
+        total = total + t
+    return total
+
+
+def _taps_te(attrs_value: ResizeAttrs, n: int, ratio: tuple[float, float],
+             x_in: PrimExpr) -> list[tuple[PrimExpr, PrimExpr | None]]:
+    """:func:`_taps` of one output element at input coordinate ``x_in``: the input index
+    of every tap and its weight (None for nearest)."""
+    if attrs_value.method == "nearest":
+        return [(_to_index(_round_te(x_in, attrs_value.nearest_mode), 0, n - 1), None)]
+    base = te.floor(x_in)
+    frac = x_in - base
+    stretch, offsets = _tap_offsets(attrs_value, ratio)
+    half = int(offsets[-1])
+    # floor(x_in) clamped to where every tap is still outside the axis as it was.
+    first = _to_index(base, -half - 1, n + half)
+    weights, indices = [], []
+    for offset in offsets.tolist():
+        dist = te.fabs(offset - frac)
+        if stretch != 1.0:
+            dist = dist * stretch
+        if attrs_value.method == "cubic":
+            weight = _keys_kernel(dist, attrs_value.cubic_coeff_a, te.if_then_else)
+        else:
+            weight = _clip_te(1.0 - dist, 0.0, 1.0)
+        index = first + offset
+        if attrs_value.exclude_outside:
+            weight = Select((index < 0) | (index >= n), const(0.0, _F64), weight)
+        weights.append(weight)
+        indices.append(index)
+    total = _pairwise_sum(weights)
+    total = Select(total.equal(0.0), const(1.0, _F64), total)
+    return [(Min(Max(index, const(0, te.INDEX_DTYPE)), const(n - 1, te.INDEX_DTYPE)),
+             weight / total) for index, weight in zip(indices, weights)]
+
+
+def _resize_axis_te(attrs_value: ResizeAttrs, x: te.Tensor, step: tuple) -> te.Tensor:
+    """:func:`_resize_axis` of one axis as a compute: the weighted sum of its taps, in
+    the order and the dtype of the reference."""
+    axis, n, m, ratio, start, end = step
+    shape = (*x.shape[:axis], m, *x.shape[axis + 1:])
+
+    def element(*i: PrimExpr) -> PrimExpr:
+        x_in, outside = _coordinates(attrs_value, n, m, ratio, start, end,
+                                     te.cast(i[axis], _F64))
+        value = fill(0, x.dtype) if attrs_value.method != "nearest" else None
+        for index, weight in _taps_te(attrs_value, n, ratio, x_in):
+            load = x[(*i[:axis], index, *i[axis + 1:])]
+            value = load if weight is None else value + load * te.cast(weight, x.dtype)
+        if outside is not None:
+            value = Select(outside, fill(attrs_value.extrapolation_value, x.dtype), value)
+        return value
+
+    return te.compute(shape, element, name=f"resize_axis{axis}")
+
+
+def _rint_te(v: PrimExpr) -> PrimExpr:
+    """``np.rint`` of a float64 expression: halves round to the even neighbour."""
+    base = te.floor(v)
+    frac = v - base
+    odd = (base - te.floor(base * 0.5) * 2.0).equal(1.0)
+    up = (frac > 0.5) | (frac.equal(0.5) & odd)
+    return Select(up, base + 1.0, base)
+
+
+def _resize_te(attrs_value: ResizeAttrs, inputs: Sequence[te.Tensor],
+               out: TensorType) -> te.Tensor | None:
+    data = inputs[0]
+    interpolate = attrs_value.method != "nearest"
+    if interpolate and out.dtype in ("int64", "uint64"):
+        return None  # their saturation bounds are not float64 numbers
+    if math.prod(out.shape) == 0:
+        return te.compute(out.shape, lambda *_: fill(0, out.dtype), name="resize")
+    steps = _axis_steps(attrs_value, data.shape)
+    if any(len(_tap_offsets(attrs_value, ratio)[1]) > RESIZE_TE_MAX_TAPS
+           for _, _, _, ratio, _, _ in steps if interpolate):
+        return None
+    work = _work_dtype(attrs_value, np.dtype(out.dtype)).name
+    x = te.compute(data.shape, lambda *i: te.cast(data[i], work), name="resize_in")
+    for step in steps:
+        x = _resize_axis_te(attrs_value, x, step)
+
+    def result(*i: PrimExpr) -> PrimExpr:
+        value = x[i]
+        if interpolate and out.dtype in INT_DTYPES:  # rounded half to even, saturating
+            info = np.iinfo(out.dtype)
+            value = _clip_te(_rint_te(value), float(info.min), float(info.max))
+        return te.cast(value, out.dtype)
+
+    return te.compute(out.shape, result, name="resize")
+
+
 resize = define_op(
     "image.resize", inputs=("data",), attrs=ResizeAttrs, type_rel=_resize_rel,
-    compute=_resize, pattern=OpPattern.INJECTIVE,
+    compute=_resize, pattern=OpPattern.INJECTIVE, te_compute=_resize_te,
     description="Resize any axes to `size` (ONNX Resize): nearest, linear or cubic "
                 "interpolation, one axis at a time, with ONNX's coordinate transformation "
                 "modes, region of interest and antialiasing.")

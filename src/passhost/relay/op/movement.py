@@ -6,11 +6,16 @@ Index conventions of the reference kernels:
 * ``gather_elements``, ``gather_nd``, ``scatter_elements`` and ``scatter_nd`` read negative
   indices as counting from the end of their axis (``-1`` is the last element). An index
   outside ``[-n, n)`` raises :class:`IndexRangeError` when the kernel runs (these operators
-  are OPAQUE: they always run as their own checked kernel, never fused).
+  are OPAQUE: never fused with others). Compiled as loops (their TE computes), the gathers
+  cannot raise: an index outside ``[-n, n)`` wraps around the axis (it is taken modulo
+  ``n``), so that no index reads outside the data.
 * ``one_hot`` reads a negative index ``i`` as ``i + depth``; an index outside
   ``[-depth, depth)`` gives a row of ``off_value`` (no error).
 * ``reverse_sequence`` raises :class:`IndexRangeError` for a sequence length outside
-  ``[0, n]`` (n: the length of the sequence axis).
+  ``[0, n]`` (n: the length of the sequence axis); its loops clamp the length into that
+  range instead.
+* ``cumsum`` and ``cumprod`` compile to loops (a reduction per element) for axes of at
+  most :data:`CUMULATIVE_TE_LIMIT` elements; longer ones keep the kernel.
 * Scatters with ``reduction="none"`` and repeated indices keep one of the updates (which one
   is unspecified, as in ONNX); the reductions ``add``, ``mul``, ``max`` and ``min`` combine
   every update for an element with its original value.
@@ -20,16 +25,21 @@ Kernels return fresh arrays (never views of their inputs).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from passhost import te
 from passhost.errors import AttrError, PasshostError
 from passhost.ir.attrs import Attrs, attrs_class, bool_field, int_field, ints_field, str_field
 from passhost.ir.types import ANY_FLOAT_DTYPES, INT_DTYPES, TensorType, Type
 from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.common import normalize_axis
-from passhost.relay.op.registry import ArgTypes, OpPattern, define_op
+from passhost.relay.op.registry import ArgTypes, OpPattern, TECompute, define_op
+from passhost.relay.op.te_movement import clamp, fill, load_index, zeros
+from passhost.tir.expr import Max, PrimExpr, Select, const
 
 __all__ = [
     "IndexRangeError", "broadcast_to", "cumprod", "cumsum", "gather_elements", "gather_nd",
@@ -87,11 +97,18 @@ def _broadcast_to(attrs_value: BroadcastToAttrs, x: np.ndarray) -> np.ndarray:
     return np.broadcast_to(x, attrs_value.shape).copy()
 
 
+def _broadcast_to_te(_attrs: BroadcastToAttrs, inputs: Sequence[te.Tensor],
+                     out: TensorType) -> te.Tensor:
+    if math.prod(out.shape) == 0:
+        return zeros(out.shape, out.dtype, "broadcast_to")
+    return te.broadcast(lambda x: x, inputs[0], shape=out.shape, name="broadcast_to")
+
+
 broadcast_to = define_op(
     "broadcast_to", inputs=("data",), type_rel=_broadcast_to_rel, compute=_broadcast_to,
     attrs=BroadcastToAttrs, pattern=OpPattern.BROADCAST,
     description="Broadcast to the given shape (NumPy rules: axes of length 1 repeat, new "
-                "axes are added in front).")
+                "axes are added in front).", te_compute=_broadcast_to_te)
 
 
 # -- tile ---------------------------------------------------------------------------------------
@@ -119,11 +136,29 @@ def _tile(attrs_value: TileAttrs, x: np.ndarray) -> np.ndarray:
     return np.tile(x, attrs_value.reps)
 
 
+def _tile_te(attrs_value: TileAttrs, inputs: Sequence[te.Tensor],
+             out: TensorType) -> te.Tensor:
+    x = inputs[0]
+    if math.prod(out.shape) == 0:
+        return zeros(out.shape, out.dtype, "tile")
+    lead = out.ndim - x.ndim
+    reps = (1,) * (out.ndim - len(attrs_value.reps)) + attrs_value.reps
+
+    def source(index: PrimExpr, dim: int, rep: int) -> PrimExpr:
+        if dim == 1:
+            return const(0, te.INDEX_DTYPE)
+        return index if rep == 1 else index % dim
+
+    return te.compute(out.shape, lambda *i: x[tuple(
+        source(i[lead + d], dim, reps[lead + d]) for d, dim in enumerate(x.shape))],
+        name="tile")
+
+
 tile = define_op(
     "tile", inputs=("data",), type_rel=_tile_rel, compute=_tile, attrs=TileAttrs,
     pattern=OpPattern.INJECTIVE,
     description="Repeat the whole tensor reps[i] times along axis i (NumPy tile: the shorter "
-                "of rank and len(reps) is padded with leading ones).")
+                "of rank and len(reps) is padded with leading ones).", te_compute=_tile_te)
 
 
 # -- cumsum / cumprod ---------------------------------------------------------------------------
@@ -165,16 +200,76 @@ def _cumulative(ufunc: np.ufunc, identity: int) -> Any:
     return compute
 
 
+#: The longest axis a cumulative sum or product is lowered to loops for: each element is a
+#: reduction over the whole axis (quadratic work), so longer axes keep the kernel.
+CUMULATIVE_TE_LIMIT = 64
+
+
+def _cumulative_dtype(dtype: str) -> str:
+    """The dtype the running sums and products are computed in: the reference's for floats,
+    the unsigned one of the same width for signed integers (wrapping without overflow)."""
+    if dtype.startswith("int"):
+        return "u" + dtype
+    return acc_float(np.dtype(dtype)).name
+
+
+def _cumulative_te(combine: str) -> TECompute:
+    def te_compute(attrs_value: CumulativeAttrs, inputs: Sequence[te.Tensor],
+                   out: TensorType) -> te.Tensor | None:
+        x = inputs[0]
+        axis = attrs_value.axis % x.ndim
+        n = x.shape[axis]
+        if n > CUMULATIVE_TE_LIMIT:
+            return None
+        if math.prod(out.shape) == 0:
+            return zeros(out.shape, out.dtype, combine)
+        acc = _cumulative_dtype(out.dtype)
+        exclusive, reverse = attrs_value.exclusive, attrs_value.reverse
+        # A running sum starts from -0.0, which keeps the sign of a first term -0.0 as the
+        # reference's accumulation does (the empty sum of an exclusive one is +0.0, below).
+        reducer = te.prod if combine == "cumprod" else te.Reducer(
+            "sum", lambda a, v: a + v, lambda d: fill(-0.0, d))
+
+        def element(*i: PrimExpr) -> Any:
+            k = te.reduce_axis(n, "k")
+            # The terms in the reference's order: from the end when reversed.
+            j = n - 1 - k.var if reverse else k.var
+            here = i[axis]
+            if reverse:
+                keep = j > here if exclusive else j >= here
+            else:
+                keep = j < here if exclusive else j <= here
+            term = te.cast(x[(*i[:axis], j, *i[axis + 1:])], acc)
+            return reducer(term, axis=k, where=keep)
+
+        running = te.compute(out.shape, element, name=f"{combine}_{acc}")
+        empty_at = n - 1 if reverse else 0
+        fix_empty = combine == "cumsum" and exclusive and acc.startswith("float")
+        if acc == out.dtype and not fix_empty:
+            return running
+
+        def result(*i: PrimExpr) -> PrimExpr:
+            value = te.cast(running[i], out.dtype)
+            if fix_empty:
+                return Select(i[axis].equal(empty_at), fill(0, out.dtype), value)
+            return value
+
+        return te.compute(out.shape, result, name=combine)
+
+    return te_compute
+
+
 cumsum = define_op(
     "cumsum", inputs=("data",), type_rel=_cumulative_rel, compute=_cumulative(np.add, 0),
     attrs=CumulativeAttrs, pattern=OpPattern.OPAQUE,
     description="Running sum along an axis (exclusive: without the element itself; reverse: "
-                "from the end). Integers wrap around.")
+                "from the end). Integers wrap around.", te_compute=_cumulative_te("cumsum"))
 cumprod = define_op(
     "cumprod", inputs=("data",), type_rel=_cumulative_rel,
     compute=_cumulative(np.multiply, 1), attrs=CumulativeAttrs, pattern=OpPattern.OPAQUE,
     description="Running product along an axis (exclusive: without the element itself; "
-                "reverse: from the end). Integers wrap around.")
+                "reverse: from the end). Integers wrap around.",
+    te_compute=_cumulative_te("cumprod"))
 
 
 # -- trilu --------------------------------------------------------------------------------------
@@ -201,9 +296,24 @@ def _trilu(attrs_value: TriluAttrs, x: np.ndarray, k: np.ndarray) -> np.ndarray:
     return np.where(keep, x, np.zeros((), x.dtype))
 
 
+def _trilu_te(attrs_value: TriluAttrs, inputs: Sequence[te.Tensor],
+              out: TensorType) -> te.Tensor:
+    x, k = inputs
+    if math.prod(out.shape) == 0:
+        return zeros(out.shape, out.dtype, "trilu")
+
+    def element(*i: PrimExpr) -> PrimExpr:
+        offset = i[-1] - i[-2]  # column minus row
+        diagonal = load_index(k, ())
+        keep = offset >= diagonal if attrs_value.upper else offset <= diagonal
+        return Select(keep, x[i], fill(0, out.dtype))
+
+    return te.compute(out.shape, element, name="trilu")
+
+
 trilu = define_op(
     "trilu", inputs=("data", "k"), type_rel=_trilu_rel, compute=_trilu, attrs=TriluAttrs,
-    pattern=OpPattern.INJECTIVE,
+    pattern=OpPattern.INJECTIVE, te_compute=_trilu_te,
     description="Zero every element below (upper) or above (lower) diagonal k of the "
                 "matrices in the last two axes; k is a 0-D integer tensor (k > 0: above the "
                 "main diagonal).")
@@ -254,12 +364,27 @@ def _gather_elements(attrs_value: AxisAttrs, data: np.ndarray,
     return data[_element_index("gather_elements", data.shape, indices, axis)]
 
 
+def _gather_elements_te(attrs_value: AxisAttrs, inputs: Sequence[te.Tensor],
+                        out: TensorType) -> te.Tensor:
+    data, indices = inputs
+    if math.prod(out.shape) == 0:
+        return zeros(out.shape, out.dtype, "gather_elements")
+    axis = attrs_value.axis % data.ndim
+    n = data.shape[axis]
+    # Negative indices count from the end; out-of-range ones (an error in the reference)
+    # wrap around the axis the same way, so that no index reads outside the data.
+    return te.compute(out.shape, lambda *i: data[
+        (*i[:axis], load_index(indices, i) % n, *i[axis + 1:])], name="gather_elements")
+
+
 gather_elements = define_op(
     "gather_elements", inputs=("data", "indices"), type_rel=_gather_elements_rel,
     compute=_gather_elements, attrs=AxisAttrs, pattern=OpPattern.OPAQUE,
+    te_compute=_gather_elements_te,
     description="out[i][j][k] = data[indices[i][j][k]][j][k] for axis 0 (and likewise for "
                 "other axes); the output has the shape of indices. Negative indices count "
-                "from the end; out-of-range ones are an error when the kernel runs.")
+                "from the end; out-of-range ones are an error when the kernel runs (and wrap "
+                "around the axis in compiled loops).")
 
 
 # -- gather_nd ----------------------------------------------------------------------------------
@@ -326,13 +451,31 @@ def _gather_nd(attrs_value: GatherNDAttrs, data: np.ndarray, indices: np.ndarray
     return picked.reshape((*indices.shape[:-1], *data.shape[batch + k:]))
 
 
+def _gather_nd_te(attrs_value: GatherNDAttrs, inputs: Sequence[te.Tensor],
+                  out: TensorType) -> te.Tensor:
+    data, indices = inputs
+    if math.prod(out.shape) == 0:
+        return zeros(out.shape, out.dtype, "gather_nd")
+    batch, k = attrs_value.batch_dims, indices.shape[-1]
+    lead = indices.ndim - 1
+
+    def element(*i: PrimExpr) -> PrimExpr:
+        tuple_at = i[:lead]
+        # As gather_elements: negative indices count from the end, others wrap.
+        picked = [load_index(indices, (*tuple_at, const(j, te.INDEX_DTYPE)))
+                  % data.shape[batch + j] for j in range(k)]
+        return data[(*tuple_at[:batch], *picked, *i[lead:])]
+
+    return te.compute(out.shape, element, name="gather_nd")
+
+
 gather_nd = define_op(
     "gather_nd", inputs=("data", "indices"), type_rel=_gather_nd_rel, compute=_gather_nd,
-    attrs=GatherNDAttrs, pattern=OpPattern.OPAQUE,
+    attrs=GatherNDAttrs, pattern=OpPattern.OPAQUE, te_compute=_gather_nd_te,
     description="Gather the slices of data addressed by the index tuples in the last axis of "
                 "indices (after batch_dims shared leading axes), as ONNX GatherND. Negative "
                 "indices count from the end; out-of-range ones are an error when the kernel "
-                "runs.")
+                "runs (and wrap around their axis in compiled loops).")
 
 
 # -- scatter_elements / scatter_nd --------------------------------------------------------------
@@ -465,9 +608,28 @@ def _one_hot(attrs_value: OneHotAttrs, indices: np.ndarray, on: np.ndarray,
     return np.where(idx == positions, on, off).astype(on.dtype)
 
 
+def _one_hot_te(attrs_value: OneHotAttrs, inputs: Sequence[te.Tensor],
+                out: TensorType) -> te.Tensor:
+    indices, on, off = inputs
+    depth = attrs_value.depth
+    pos = attrs_value.axis % (indices.ndim + 1)
+    if math.prod(out.shape) == 0:
+        return zeros(out.shape, out.dtype, "one_hot")
+
+    def element(*i: PrimExpr) -> PrimExpr:
+        index = load_index(indices, (*i[:pos], *i[pos + 1:]))
+        # position p is hot for the index p, or p - depth counted from the end (compared,
+        # never added to, so that no index overflows).
+        p = i[pos]
+        hot = index.equal(p) | index.equal(p - depth)
+        return Select(hot, on[()], off[()])
+
+    return te.compute(out.shape, element, name="one_hot")
+
+
 one_hot = define_op(
     "one_hot", inputs=("indices", "on_value", "off_value"), type_rel=_one_hot_rel,
-    compute=_one_hot, attrs=OneHotAttrs, pattern=OpPattern.INJECTIVE,
+    compute=_one_hot, attrs=OneHotAttrs, pattern=OpPattern.INJECTIVE, te_compute=_one_hot_te,
     description="Insert an axis of length depth at axis: on_value where its position equals "
                 "the index (negative indices count back from depth), off_value elsewhere and "
                 "for indices outside [-depth, depth).")
@@ -524,9 +686,28 @@ def _reverse_sequence(attrs_value: ReverseSequenceAttrs, data: np.ndarray,
     return np.take_along_axis(data, np.broadcast_to(source, data.shape), axis=seq)
 
 
+def _reverse_sequence_te(attrs_value: ReverseSequenceAttrs, inputs: Sequence[te.Tensor],
+                         out: TensorType) -> te.Tensor:
+    data, lengths = inputs
+    if math.prod(out.shape) == 0:
+        return zeros(out.shape, out.dtype, "reverse_sequence")
+    seq, batch = _reverse_axes(None, attrs_value, data.ndim)
+    steps = data.shape[seq]
+
+    def element(*i: PrimExpr) -> PrimExpr:
+        # A length outside [0, steps] (an error in the reference) is clamped into it.
+        length = clamp(load_index(lengths, (i[batch],)), 0, steps)
+        t = i[seq]
+        source = Select(t < length, Max(length - 1 - t, const(0, te.INDEX_DTYPE)), t)
+        return data[(*i[:seq], source, *i[seq + 1:])]
+
+    return te.compute(out.shape, element, name="reverse_sequence")
+
+
 reverse_sequence = define_op(
     "reverse_sequence", inputs=("data", "seq_lengths"), type_rel=_reverse_sequence_rel,
     compute=_reverse_sequence, attrs=ReverseSequenceAttrs, pattern=OpPattern.OPAQUE,
+    te_compute=_reverse_sequence_te,
     description="For each batch entry b, reverse the first seq_lengths[b] elements along "
                 "seq_axis and keep the rest; a length outside [0, n] is an error when the "
-                "kernel runs.")
+                "kernel runs (and is clamped into [0, n] in compiled loops).")

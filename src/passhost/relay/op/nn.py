@@ -12,6 +12,7 @@ Padding of 2-D windows takes 1, 2 or 4 values and is stored as four:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,6 +45,7 @@ from passhost.relay.op.accumulate import acc_float as _acc_float
 from passhost.relay.op.accumulate import matmul_in_dtype
 from passhost.relay.op.common import identity_rel, normalize_axis
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
+from passhost.relay.op.te_movement import absolute, fill, reshape_te, zeros
 from passhost.relay.op.te_reduce import (
     acc_dtype,
     reduce_over,
@@ -53,7 +55,7 @@ from passhost.relay.op.te_reduce import (
     sum_dtype,
     widen,
 )
-from passhost.tir.expr import PrimExpr
+from passhost.tir.expr import And, Max, Min, PrimExpr, Select, const
 
 __all__ = [
     "relu",
@@ -866,9 +868,49 @@ def _pad(attrs: PadAttrs, data: np.ndarray) -> np.ndarray:
     return np.pad(data, attrs.pad_width, mode=attrs.pad_mode)
 
 
+def _pad_source(i: PrimExpr, n: int, lo: int, hi: int, mode: str) -> PrimExpr:
+    """The index into an axis of length ``n`` padded by ``(lo, hi)`` that output index
+    ``i`` reads (for ``constant`` clamped into the axis: the select discards it)."""
+    j = i - lo if lo else i
+    if not lo and not hi:
+        return j
+    if mode == "reflect":
+        last = const(n - 1, te.INDEX_DTYPE)
+        return last - absolute(last - absolute(j))  # mirrored at 0 and at n - 1
+    if mode == "wrap":
+        return j % n
+    if hi:
+        j = Min(j, const(n - 1, te.INDEX_DTYPE))
+    return Max(j, const(0, te.INDEX_DTYPE)) if lo else j
+
+
+def _pad_te(attrs: PadAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    x = inputs[0]
+    value = fill(attrs.pad_value, out.dtype)
+    if math.prod(out.shape) == 0:
+        return zeros(out.shape, out.dtype, "pad")
+    if math.prod(x.shape) == 0:  # constant padding of an empty tensor
+        return te.compute(out.shape, lambda *_: value, name="pad")
+    mode = attrs.pad_mode
+
+    def element(*i: PrimExpr) -> PrimExpr:
+        load = x[tuple(_pad_source(index, n, lo, hi, mode)
+                       for index, n, (lo, hi) in zip(i, x.shape, attrs.pad_width))]
+        if mode != "constant":
+            return load
+        inside: PrimExpr | None = None
+        for index, n, (lo, hi) in zip(i, x.shape, attrs.pad_width):
+            bounds = ([index >= lo] if lo else []) + ([index < lo + n] if hi else [])
+            for cond in bounds:
+                inside = cond if inside is None else And(inside, cond)
+        return load if inside is None else Select(inside, load, value)
+
+    return te.compute(out.shape, element, name="pad")
+
+
 pad = define_op(
     "nn.pad", inputs=("data",), attrs=PadAttrs, type_rel=_pad_rel, compute=_pad,
-    pattern=OpPattern.INJECTIVE,
+    pattern=OpPattern.INJECTIVE, te_compute=_pad_te,
     description="Pad each axis by (before, after): with a constant, the edge value, a "
                 "reflection (edge excluded) or the values from the other end (wrap, as if the "
                 "axis repeated).")
@@ -892,9 +934,14 @@ def _batch_flatten(_attrs: object, data: np.ndarray) -> np.ndarray:
     return data.reshape(data.shape[0], rest)
 
 
+def _batch_flatten_te(_attrs: object, inputs: Sequence[te.Tensor],
+                      out: TensorType) -> te.Tensor:
+    return reshape_te(inputs[0], out.shape, "batch_flatten")
+
+
 batch_flatten = define_op(
     "nn.batch_flatten", inputs=("data",), type_rel=_batch_flatten_rel,
-    compute=_batch_flatten, pattern=OpPattern.INJECTIVE,
+    compute=_batch_flatten, pattern=OpPattern.INJECTIVE, te_compute=_batch_flatten_te,
     description="Flatten every axis but the first: (N, ...) -> (N, prod(...)).")
 
 
@@ -915,9 +962,15 @@ def _dropout(_attrs: DropoutAttrs, data: np.ndarray) -> np.ndarray:
     return data
 
 
+def _dropout_te(_attrs: DropoutAttrs, inputs: Sequence[te.Tensor],
+                _out: TensorType) -> te.Tensor:
+    x = inputs[0]
+    return te.compute(x.shape, lambda *i: x[i], name="dropout")
+
+
 dropout = define_op(
     "nn.dropout", inputs=("data",), attrs=DropoutAttrs, type_rel=identity_rel,
-    compute=_dropout, pattern=OpPattern.OPAQUE,
+    compute=_dropout, pattern=OpPattern.OPAQUE, te_compute=_dropout_te,
     description="Dropout; the identity at inference.")
 
 

@@ -23,16 +23,21 @@ Kernels return fresh arrays (never views of their inputs).
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from attrs import field
 
+from passhost import te
 from passhost.errors import AttrError
 from passhost.ir.attrs import Attrs, attrs_class, int_field, ints_field, str_field
 from passhost.ir.types import TensorType, TupleType, Type
 from passhost.relay.op.common import normalize_axis
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
+from passhost.relay.op.te_movement import clamp, load_index, reshape_te, zeros
+from passhost.tir.expr import Max, Min, PrimExpr, Select, const
 
 __all__ = [
     "concatenate", "expand_dims", "layout_transform", "reshape", "split", "squeeze",
@@ -104,10 +109,16 @@ def _reshape(attrs_value: ReshapeAttrs, x: np.ndarray) -> np.ndarray:
     return np.reshape(x, shape).copy()
 
 
+def _reshape_te(_attrs: ReshapeAttrs, inputs: Sequence[te.Tensor],
+                out: TensorType) -> te.Tensor:
+    return reshape_te(inputs[0], out.shape, "reshape")
+
+
 reshape = define_op(
     "reshape", inputs=("data",), type_rel=_reshape_rel, compute=_reshape, attrs=ReshapeAttrs,
     pattern=OpPattern.INJECTIVE,
-    description="Reshape (row-major); in newshape 0 copies a dimension, -1 is inferred.")
+    description="Reshape (row-major); in newshape 0 copies a dimension, -1 is inferred.",
+    te_compute=_reshape_te)
 
 
 # -- transpose ----------------------------------------------------------------------------------
@@ -137,10 +148,30 @@ def _transpose(attrs_value: TransposeAttrs, x: np.ndarray) -> np.ndarray:
     return np.transpose(x, axes).copy()
 
 
+def _permute_te(x: te.Tensor, perm: Sequence[int], name: str) -> te.Tensor:
+    """Output axis ``k`` is axis ``perm[k]`` of ``x``."""
+    def element(*i: PrimExpr) -> PrimExpr:
+        index = dict(zip(perm, i))
+        return x[tuple(index[k] for k in range(x.ndim))]
+
+    return te.compute(tuple(x.shape[p] for p in perm), element, name=name)
+
+
+def _transpose_te(attrs_value: TransposeAttrs, inputs: Sequence[te.Tensor],
+                  _out: TensorType) -> te.Tensor:
+    x = inputs[0]
+    if attrs_value.axes is None:
+        perm = list(range(x.ndim))[::-1]
+    else:
+        perm = [a % x.ndim for a in attrs_value.axes]
+    return _permute_te(x, perm, "transpose")
+
+
 transpose = define_op(
     "transpose", inputs=("data",), type_rel=_transpose_rel, compute=_transpose,
     attrs=TransposeAttrs, pattern=OpPattern.INJECTIVE,
-    description="Permute the axes (output axis i is input axis axes[i]).")
+    description="Permute the axes (output axis i is input axis axes[i]).",
+    te_compute=_transpose_te)
 
 
 # -- squeeze / expand_dims ----------------------------------------------------------------------
@@ -175,9 +206,15 @@ def _squeeze(attrs_value: SqueezeAttrs, x: np.ndarray) -> np.ndarray:
     return np.squeeze(x, axis=axes).copy()
 
 
+def _squeeze_te(_attrs: SqueezeAttrs, inputs: Sequence[te.Tensor],
+                out: TensorType) -> te.Tensor:
+    return reshape_te(inputs[0], out.shape, "squeeze")
+
+
 squeeze = define_op(
     "squeeze", inputs=("data",), type_rel=_squeeze_rel, compute=_squeeze, attrs=SqueezeAttrs,
-    pattern=OpPattern.INJECTIVE, description="Remove axes of length 1.")
+    pattern=OpPattern.INJECTIVE, description="Remove axes of length 1.",
+    te_compute=_squeeze_te)
 
 
 @attrs_class
@@ -208,10 +245,16 @@ def _expand_dims(attrs_value: ExpandDimsAttrs, x: np.ndarray) -> np.ndarray:
     return np.reshape(x, shape).copy()
 
 
+def _expand_dims_te(_attrs: ExpandDimsAttrs, inputs: Sequence[te.Tensor],
+                    out: TensorType) -> te.Tensor:
+    return reshape_te(inputs[0], out.shape, "expand_dims")
+
+
 expand_dims = define_op(
     "expand_dims", inputs=("data",), type_rel=_expand_dims_rel, compute=_expand_dims,
     attrs=ExpandDimsAttrs, pattern=OpPattern.BROADCAST,
-    description="Insert num_newaxis axes of length 1 at position axis.")
+    description="Insert num_newaxis axes of length 1 at position axis.",
+    te_compute=_expand_dims_te)
 
 
 # -- concatenate / split ------------------------------------------------------------------------
@@ -249,10 +292,46 @@ def _concatenate(attrs_value: ConcatenateAttrs, arrays: tuple[np.ndarray, ...]) 
     return np.concatenate(arrays, axis=attrs_value.axis)
 
 
+def _concatenate_te(attrs_value: ConcatenateAttrs, inputs: Sequence[Sequence[te.Tensor]],
+                    out: TensorType) -> te.Tensor:
+    fields = inputs[0]
+    axis = attrs_value.axis % out.ndim
+    if math.prod(out.shape) == 0:
+        return zeros(out.shape, out.dtype, "concatenate")
+    # The fields with elements along the axis, each with its first position in the result.
+    parts: list[tuple[te.Tensor, int]] = []
+    offset = 0
+    for x in fields:
+        if x.shape[axis]:
+            parts.append((x, offset))
+        offset += x.shape[axis]
+
+    def element(*i: PrimExpr) -> PrimExpr:
+        # Every field is loaded at an index clamped into its own range (both sides of a
+        # select are evaluated), and a balanced tree of selects keeps the field the
+        # position lies in: groups of neighbouring fields (first position, value) are
+        # joined in pairs, comparing with the second group's first position.
+        groups: list[tuple[int, PrimExpr]] = []
+        for n, (x, start) in enumerate(parts):
+            at = i[axis] - start if start else i[axis]
+            if n:
+                at = Max(at, const(0, te.INDEX_DTYPE))
+            if n < len(parts) - 1:
+                at = Min(at, const(x.shape[axis] - 1, te.INDEX_DTYPE))
+            groups.append((start, x[(*i[:axis], at, *i[axis + 1:])]))
+        while len(groups) > 1:
+            pairs = zip(groups[::2], groups[1::2])
+            joined = [(a, Select(i[axis] < b, left, right)) for (a, left), (b, right) in pairs]
+            groups = joined + groups[len(joined) * 2:]
+        return groups[0][1]
+
+    return te.compute(out.shape, element, name="concatenate")
+
+
 concatenate = define_op(
     "concatenate", inputs=("data",), type_rel=_concatenate_rel, compute=_concatenate,
     attrs=ConcatenateAttrs, pattern=OpPattern.INJECTIVE, tuple_inputs=("data",),
-    description="Join a tuple of tensors along an axis.")
+    description="Join a tuple of tensors along an axis.", te_compute=_concatenate_te)
 
 
 def _is_int(v: Any) -> bool:
@@ -332,11 +411,29 @@ def _split(attrs_value: SplitAttrs, x: np.ndarray) -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
+def _split_te(attrs_value: SplitAttrs, inputs: Sequence[te.Tensor],
+              out: TupleType) -> tuple[te.Tensor, ...]:
+    x = inputs[0]
+    axis = attrs_value.axis % x.ndim
+    pieces = []
+    start = 0
+    for n, piece in enumerate(out.fields):
+        name = f"split_{n}"
+        if math.prod(piece.shape) == 0:
+            pieces.append(zeros(piece.shape, piece.dtype, name))
+        else:
+            pieces.append(te.compute(
+                piece.shape, lambda *i, s=start: x[(*i[:axis], i[axis] + s, *i[axis + 1:])],
+                name=name))
+        start += piece.shape[axis]
+    return tuple(pieces)
+
+
 split = define_op(
     "split", inputs=("data",), type_rel=_split_rel, compute=_split, attrs=SplitAttrs,
     pattern=OpPattern.INJECTIVE,
     description="Cut a tensor along an axis into equal sections or at given indices "
-                "(a tuple of tensors).")
+                "(a tuple of tensors).", te_compute=_split_te)
 
 
 # -- strided_slice ------------------------------------------------------------------------------
@@ -407,10 +504,27 @@ def _strided_slice(attrs_value: StridedSliceAttrs, x: np.ndarray) -> np.ndarray:
     return x[_slices(None, attrs_value, x.shape)].copy()
 
 
+def _strided_slice_te(attrs_value: StridedSliceAttrs, inputs: Sequence[te.Tensor],
+                      out: TensorType) -> te.Tensor:
+    x = inputs[0]
+    if math.prod(out.shape) == 0:
+        return zeros(out.shape, out.dtype, "strided_slice")
+    # The first element and the step of each axis, as the reference's slices give them.
+    ranges = [range(*s.indices(n)) for s, n in zip(_slices(None, attrs_value, x.shape),
+                                                    x.shape)]
+
+    def element(*i: PrimExpr) -> PrimExpr:
+        return x[tuple(index if (r.start, r.step) == (0, 1) else r.start + index * r.step
+                       for index, r in zip(i, ranges))]
+
+    return te.compute(out.shape, element, name="strided_slice")
+
+
 strided_slice = define_op(
     "strided_slice", inputs=("data",), type_rel=_strided_slice_rel, compute=_strided_slice,
     attrs=StridedSliceAttrs, pattern=OpPattern.INJECTIVE,
-    description="Slice axes with begin, end and stride, as Python slicing.")
+    description="Slice axes with begin, end and stride, as Python slicing.",
+    te_compute=_strided_slice_te)
 
 
 # -- take ---------------------------------------------------------------------------------------
@@ -447,10 +561,38 @@ def _take(attrs_value: TakeAttrs, data: np.ndarray, indices: np.ndarray) -> np.n
     return np.asarray(np.take(data, idx, axis=axis), dtype=data.dtype)
 
 
+def _take_te(attrs_value: TakeAttrs, inputs: Sequence[te.Tensor],
+             out: TensorType) -> te.Tensor:
+    data, indices = inputs
+    if math.prod(out.shape) == 0:
+        return zeros(out.shape, out.dtype, "take")
+    axis = attrs_value.axis
+    n = math.prod(data.shape) if axis is None else data.shape[axis]
+
+    def position(at: Sequence[PrimExpr]) -> PrimExpr:
+        # The reference's index modes; "fast" wraps as "wrap" does.
+        index = load_index(indices, at)
+        return clamp(index, 0, n - 1) if attrs_value.mode == "clip" else index % n
+
+    if axis is None:
+        return te.compute(out.shape, lambda *i: data[te.unflatten_index(position(i),
+                                                                         data.shape)],
+                          name="take")
+    axis %= data.ndim
+    depth = indices.ndim
+
+    def element(*i: PrimExpr) -> PrimExpr:
+        at = position(i[axis:axis + depth])
+        return data[(*i[:axis], at, *i[axis + depth:])]
+
+    return te.compute(out.shape, element, name="take")
+
+
 take = define_op(
     "take", inputs=("data", "indices"), type_rel=_take_rel, compute=_take, attrs=TakeAttrs,
     pattern=OpPattern.INJECTIVE,
-    description="Gather elements along an axis (or of the flattened tensor) at indices.")
+    description="Gather elements along an axis (or of the flattened tensor) at indices.",
+    te_compute=_take_te)
 
 
 # -- layout_transform ---------------------------------------------------------------------------
@@ -491,8 +633,14 @@ def _layout_transform(attrs_value: LayoutTransformAttrs, x: np.ndarray) -> np.nd
     return np.transpose(x, _layout_perm(attrs_value)).copy()
 
 
+def _layout_transform_te(attrs_value: LayoutTransformAttrs, inputs: Sequence[te.Tensor],
+                         _out: TensorType) -> te.Tensor:
+    return _permute_te(inputs[0], _layout_perm(attrs_value), "layout_transform")
+
+
 layout_transform = define_op(
     "layout_transform", inputs=("data",), type_rel=_layout_transform_rel,
     compute=_layout_transform, attrs=LayoutTransformAttrs, pattern=OpPattern.INJECTIVE,
     layout=LayoutInfo(layout_attrs=("src_layout", "dst_layout")),
-    description="Permute axes from src_layout to dst_layout (e.g. NCHW to NHWC).")
+    description="Permute axes from src_layout to dst_layout (e.g. NCHW to NHWC).",
+    te_compute=_layout_transform_te)
