@@ -52,6 +52,13 @@ SAFE = {
           }
         }
         """,
+    "clamped_float_coordinate": """\
+        for %x: int64 in serial(int64(0), int64(4)) {
+          %a[%x, cast(int64, select(%a[%x, int64(0)] >= 0.0,
+                                    select(%a[%x, int64(0)] <= 2.0, %a[%x, int64(0)], 2.0),
+                                    0.0))] = 1.0;
+        }
+        """,
     "empty_loop": """\
         for %x: int64 in serial(int64(0), int64(0)) {
           %a[%x + int64(100), int64(0)] = 1.0;
@@ -80,6 +87,11 @@ UNSAFE = {
           %a[%x * int64(4611686018427387904) * int64(4) , int64(0)] = 1.0;
         }
         """, "dimension 0"),
+    "float_clamped_on_one_side": ("""\
+        for %x: int64 in serial(int64(0), int64(4)) {
+          %a[%x, cast(int64, select(%a[%x, int64(0)] <= 2.0, %a[%x, int64(0)], 2.0))] = 1.0;
+        }
+        """, "dimension 1"),
     "condition_on_a_value_the_body_changes": ("""\
         if (%i[int64(0)] >= 0 && %i[int64(0)] < 3) {
           %i[int64(0)] = 7;

@@ -8,6 +8,12 @@ operations give (a value loaded from an integer buffer may be anything its dtype
 data-dependent index must be clamped with ``min``/``max`` to be accepted). An index whose
 range is not inside ``[0, extent)`` of its dimension is refused.
 
+Float values matter where a float coordinate is clamped and converted to an index (resize):
+a float expression has a range only when constants and conditions give it one (a range
+never holds NaN, so a value that may be NaN has none), a select's range is the union of its
+sides', and a float-to-integer conversion keeps its operand's range (the C printer converts
+saturating, and truncates toward zero).
+
 Conditions help where they are plain: in the chosen side of a ``select``, and inside ``if``
 statements (for expressions that load nothing, since the body may store), comparisons of an
 expression with a constant joined by ``&&`` (``x >= 0 && x < n``) bound every expression
@@ -16,6 +22,7 @@ structurally equal to ``x``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -30,8 +37,9 @@ from passhost.tir.visitor import children, post_order
 
 __all__ = ["IndexBoundsError", "check_index_bounds", "facts", "index_range"]
 
-Range = tuple[int, int] | None  # inclusive bounds, or None: anything
-Fact = tuple[e.PrimExpr, int | None, int | None]  # an expression's known lower/upper bound
+Range = tuple[float, float] | None  # inclusive bounds (never NaN), or None: anything
+Fact = tuple[e.PrimExpr, float | None, float | None]  # an expression's known bounds
+_INF = math.inf
 
 
 class IndexBoundsError(PasshostError):
@@ -49,9 +57,11 @@ def _dtype_range(dtype: str) -> Range:
 
 def _fit(value: Range, dtype: str) -> Range:
     """``value`` if the dtype holds all of it, else the dtype's whole range (the arithmetic
-    may wrap around)."""
+    may wrap around); float values keep their range."""
     full = _dtype_range(dtype)
-    if value is None or full is None:
+    if full is None:
+        return value
+    if value is None:
         return full
     return value if full[0] <= value[0] and value[1] <= full[1] else full
 
@@ -72,6 +82,12 @@ def _trunc_div(x: int, y: int) -> int:
     return q if (x < 0) == (y < 0) else -q
 
 
+def _is_negation(value: e.PrimExpr, of: e.PrimExpr) -> bool:
+    """Whether ``value`` is ``0 - of``."""
+    return (isinstance(value, e.Sub) and isinstance(value.a, e.IntImm) and value.a.value == 0
+            and structural_equal(value.b, of))
+
+
 def _binary(node: e.BinaryOp, a: Range, b: Range) -> Range:
     kind = type(node)
     if kind is e.Add:
@@ -83,6 +99,8 @@ def _binary(node: e.BinaryOp, a: Range, b: Range) -> Range:
     if kind is e.Min:
         return None if a is None or b is None else (min(a[0], b[0]), min(a[1], b[1]))
     if kind is e.Max:
+        if a is not None and _is_negation(node.b, node.a):  # max(x, 0 - x) is |x|
+            return (max(a[0], -a[1], 0), max(abs(a[0]), abs(a[1])))
         return None if a is None or b is None else (max(a[0], b[0]), max(a[1], b[1]))
     if not _positive(b):
         return None
@@ -115,31 +133,73 @@ def facts(condition: e.PrimExpr) -> list[Fact]:
         if not isinstance(c, (e.LT, e.LE, e.GT, e.GE)):
             continue
         a, b = c.a, c.b
-        flipped = isinstance(a, e.IntImm)
+        constant = (e.IntImm, e.FloatImm)
+        flipped = isinstance(a, constant)
         x, k = (b, a) if flipped else (a, b)
-        if not isinstance(k, e.IntImm) or x.dtype not in INT_DTYPES:
+        if not isinstance(k, constant) or math.isnan(k.value):
             continue
         kind = type(c)
         if flipped:  # k < x is x > k, and so on
             kind = {e.LT: e.GT, e.LE: e.GE, e.GT: e.LT, e.GE: e.LE}[kind]
-        value = int(k.value)
-        bound = {e.LT: (None, value - 1), e.LE: (None, value), e.GT: (value + 1, None),
-                 e.GE: (value, None)}[kind]
+        value = k.value
+        step = 1 if x.dtype in INT_DTYPES else 0  # x < 3 is x <= 2 for integers
+        bound = {e.LT: (None, value - step), e.LE: (None, value),
+                 e.GT: (value + step, None), e.GE: (value, None)}[kind]
         out.append((x, *bound))
     return out
 
 
 def _refine(node: e.PrimExpr, value: Range, known: list[Fact]) -> Range:
-    """``value`` narrowed by the facts about expressions equal to ``node``."""
+    """``value`` narrowed by the facts about expressions equal to ``node`` (a fact holding
+    also says the value is not NaN)."""
     for expr, lo, hi in known:
         if structural_equal(expr, node):
-            low = value[0] if value is not None else None
-            high = value[1] if value is not None else None
-            low = lo if low is None else low if lo is None else max(low, lo)
-            high = hi if high is None else high if hi is None else min(high, hi)
-            if low is not None and high is not None:
-                value = (low, high)
+            low, high = value if value is not None else (-_INF, _INF)
+            value = (low if lo is None else max(low, lo), high if hi is None else min(high, hi))
     return value
+
+
+def _monotonic(call: e.Call, value: Range) -> Range:
+    """The range of a rounding intrinsic of a value in ``value``."""
+    rounding = {"tir.floor": math.floor, "tir.ceil": math.ceil, "tir.trunc": math.trunc}
+    fn = rounding.get(call.op)
+    if fn is None or value is None or not all(math.isfinite(v) for v in value):
+        return None
+    return (fn(value[0]), fn(value[1]))
+
+
+def _cast(node: e.Cast, value: Range) -> Range:
+    """The range of a conversion (float to integer truncates toward zero)."""
+    if value is None:
+        return None
+    if node.dtype in INT_DTYPES and node.value.dtype not in (*INT_DTYPES, "bool"):
+        if not all(math.isfinite(v) for v in value):
+            return None
+        return (math.trunc(value[0]), math.trunc(value[1]))
+    return value
+
+
+def _bounded(value: Range) -> bool:
+    return value is not None and all(math.isfinite(v) for v in value)
+
+
+def _select_range(node: e.Select, ranges: dict[int, Range]) -> Range:
+    """The union of the ranges of the values a tree of selects may choose, each narrowed by
+    the conditions that hold where it is chosen."""
+    low, high = _INF, -_INF
+    stack: list[tuple[e.PrimExpr, list[Fact]]] = [(node.true_value, facts(node.condition)),
+                                                   (node.false_value, [])]
+    while stack:
+        item, known = stack.pop()
+        value = _refine(item, ranges[id(item)], known)
+        if isinstance(item, e.Select) and not _bounded(value):
+            stack.append((item.true_value, known + facts(item.condition)))
+            stack.append((item.false_value, known))
+            continue
+        if value is None:
+            return None
+        low, high = min(low, value[0]), max(high, value[1])
+    return (low, high)
 
 
 def index_range(expr: e.PrimExpr, env: dict[int, Range],
@@ -155,17 +215,19 @@ def index_range(expr: e.PrimExpr, env: dict[int, Range],
         value: Range
         if isinstance(node, e.IntImm):
             value = (int(node.value), int(node.value))
+        elif isinstance(node, e.FloatImm):
+            value = None if math.isnan(node.value) else (node.value, node.value)
         elif isinstance(node, e.Var):
             value = env.get(id(node), _dtype_range(node.dtype))
         elif isinstance(node, e.BinaryOp) and not isinstance(node, e.CmpOp) \
                 and node.dtype in INT_DTYPES:
             value = _binary(node, ranges[id(node.a)], ranges[id(node.b)])
         elif isinstance(node, e.Select):
-            t = _refine(node.true_value, ranges[id(node.true_value)], facts(node.condition))
-            f = ranges[id(node.false_value)]
-            value = None if t is None or f is None else (min(t[0], f[0]), max(t[1], f[1]))
-        elif isinstance(node, e.Cast) and node.value.dtype in (*INT_DTYPES, "bool"):
-            value = ranges[id(node.value)]
+            value = _select_range(node, ranges)
+        elif isinstance(node, e.Cast):
+            value = _cast(node, ranges[id(node.value)])
+        elif isinstance(node, e.Call) and len(node.args) == 1:
+            value = _monotonic(node, ranges.get(id(node.args[0])))
         else:
             value = None
         ranges[id(node)] = _refine(node, _fit(value, node.dtype), known) if known else \
