@@ -167,3 +167,16 @@ def test_the_stage_after_a_reduction_is_computed_in_its_final_store():
     assert sum(isinstance(n, For) for n in post_order(prim.body)) == 2
     x = RNG.standard_normal((3, 4)).astype("float32")
     np.testing.assert_allclose(run_prim_func(prim, [x])[0], x.mean(1), rtol=1e-6)
+
+
+def test_one_element_constants_of_every_dtype_become_immediates():
+    from passhost import relay
+    from te_harness import assert_matches_reference
+
+    for dtype in ("bfloat16", "float16", "int8", "uint64", "float64"):
+        x = relay.var("x", shape=(3,), dtype=dtype)
+        joined = relay.concatenate([x, relay.const(np.full((1,), 7, dtype), dtype)], axis=0)
+        func = relay.Function([x], joined)
+        func = relay.transform.InferType()(__import__("passhost").ir.IRModule.from_expr(
+            func))["main"]
+        assert_matches_reference(func, [np.arange(3).astype(dtype)])

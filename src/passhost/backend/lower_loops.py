@@ -27,7 +27,6 @@ from passhost.ir.types import TensorType, TupleType, Type
 from passhost.relay.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from passhost.relay.visitor import post_order
 from passhost.tir.bounds import IndexBoundsError, check_index_bounds
-from passhost.tir.expr import const
 from passhost.tir.function import PrimFunc
 
 __all__ = ["has_te_computes", "lower_to_loops"]
@@ -54,7 +53,7 @@ def _constant(node: Constant, index: int, constants: dict[te.Tensor, np.ndarray]
     data = node.data
     if data.size == 1:
         value = data.reshape(()).item()
-        return te.compute(data.shape, lambda *_: const(value, data.dtype.name),
+        return te.compute(data.shape, lambda *_: te.fill(value, data.dtype.name),
                           name=f"c{index}")
     tensor = te.placeholder(data.shape, data.dtype.name, f"c{index}")
     constants[tensor] = data

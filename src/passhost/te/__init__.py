@@ -22,6 +22,7 @@ from passhost.te.lower import INLINE_LIMIT, lower, stages
 from passhost.te.math import (
     INTRINSIC_NAMES,
     cast,
+    fill,
     if_then_else,
     intrinsic,
     max_value,
@@ -54,7 +55,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "INDEX_DTYPE", "INLINE_LIMIT", "INTRINSIC_NAMES", "IterVar", "Reduce", "Reducer", "Tensor",
-    "broadcast", "broadcast_indices", "cast", "compute", "elementwise", "flat_index",
+    "broadcast", "broadcast_indices", "cast", "compute", "elementwise", "fill", "flat_index",
     "if_then_else", "intrinsic", "lower", "max", "max_value", "min", "min_value",
     "placeholder", "prod", "propagating_max", "propagating_min", "reduce_axis", "stages", "sum",
     "unflatten_index",

@@ -19,7 +19,7 @@ from passhost.tir import expr as tir
 from passhost.tir.expr import PrimExpr, const, convert
 
 __all__ = [
-    "INTRINSIC_NAMES", "cast", "if_then_else", "max_value", "min_value", "prod",
+    "INTRINSIC_NAMES", "cast", "fill", "if_then_else", "max_value", "min_value", "prod",
     "propagating_max", "propagating_min", "sum", "te_max", "te_min",
 ]
 
@@ -78,6 +78,20 @@ propagating_max = Reducer("propagating_max", _propagating(tir.Max, lambda x, acc
                           min_value)
 propagating_min = Reducer("propagating_min", _propagating(tir.Min, lambda x, acc: x < acc),
                           max_value)
+
+
+def fill(value: Any, dtype: str) -> PrimExpr:
+    """The scalar ``value`` converted to ``dtype`` as NumPy's ``astype`` converts it (a
+    bfloat16 immediate is a float32 one cast, exactly)."""
+    with np.errstate(all="ignore"):
+        scalar = np.asarray(value).astype(dtype)[()]
+    if dtype == "bfloat16":
+        return cast(const(float(scalar), "float32"), dtype)
+    if scalar.dtype.kind == "f":
+        return const(float(scalar), dtype)
+    if scalar.dtype.kind == "b":
+        return const(bool(scalar), dtype)
+    return const(int(scalar), dtype)
 
 
 def cast(value: Any, dtype: str) -> PrimExpr:

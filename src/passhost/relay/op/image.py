@@ -63,7 +63,6 @@ from passhost.ir.attrs import (
 from passhost.ir.types import ANY_FLOAT_DTYPES, INT_DTYPES, TensorType, Type, is_float_dtype
 from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.registry import ArgTypes, OpPattern, define_op
-from passhost.relay.op.te_movement import fill
 from passhost.tir.expr import Max, Min, PrimExpr, Select, const
 
 __all__ = ["GridSampleAttrs", "ResizeAttrs", "grid_sample", "resize"]
@@ -391,12 +390,12 @@ def _resize_axis_te(attrs_value: ResizeAttrs, x: te.Tensor, step: tuple) -> te.T
     def element(*i: PrimExpr) -> PrimExpr:
         x_in, outside = _coordinates(attrs_value, n, m, ratio, start, end,
                                      te.cast(i[axis], _F64))
-        value = fill(0, x.dtype) if attrs_value.method != "nearest" else None
+        value = te.fill(0, x.dtype) if attrs_value.method != "nearest" else None
         for index, weight in _taps_te(attrs_value, n, ratio, x_in):
             load = x[(*i[:axis], index, *i[axis + 1:])]
             value = load if weight is None else value + load * te.cast(weight, x.dtype)
         if outside is not None:
-            value = Select(outside, fill(attrs_value.extrapolation_value, x.dtype), value)
+            value = Select(outside, te.fill(attrs_value.extrapolation_value, x.dtype), value)
         return value
 
     return te.compute(shape, element, name=f"resize_axis{axis}")
@@ -418,7 +417,7 @@ def _resize_te(attrs_value: ResizeAttrs, inputs: Sequence[te.Tensor],
     if interpolate and out.dtype in ("int64", "uint64"):
         return None  # their saturation bounds are not float64 numbers
     if math.prod(out.shape) == 0:
-        return te.compute(out.shape, lambda *_: fill(0, out.dtype), name="resize")
+        return te.compute(out.shape, lambda *_: te.fill(0, out.dtype), name="resize")
     steps = _axis_steps(attrs_value, data.shape)
     if any(len(_tap_offsets(attrs_value, ratio)[1]) > RESIZE_TE_MAX_TAPS
            for _, _, _, ratio, _, _ in steps if interpolate):

@@ -38,7 +38,7 @@ from passhost.ir.types import ANY_FLOAT_DTYPES, INT_DTYPES, TensorType, Type
 from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.common import normalize_axis
 from passhost.relay.op.registry import ArgTypes, OpPattern, TECompute, define_op
-from passhost.relay.op.te_movement import clamp, fill, load_index, zeros
+from passhost.relay.op.te_movement import clamp, load_index, zeros
 from passhost.tir.expr import Max, PrimExpr, Select, const
 
 __all__ = [
@@ -228,7 +228,7 @@ def _cumulative_te(combine: str) -> TECompute:
         # A running sum starts from -0.0, which keeps the sign of a first term -0.0 as the
         # reference's accumulation does (the empty sum of an exclusive one is +0.0, below).
         reducer = te.prod if combine == "cumprod" else te.Reducer(
-            "sum", lambda a, v: a + v, lambda d: fill(-0.0, d))
+            "sum", lambda a, v: a + v, lambda d: te.fill(-0.0, d))
 
         def element(*i: PrimExpr) -> Any:
             k = te.reduce_axis(n, "k")
@@ -251,7 +251,7 @@ def _cumulative_te(combine: str) -> TECompute:
         def result(*i: PrimExpr) -> PrimExpr:
             value = te.cast(running[i], out.dtype)
             if fix_empty:
-                return Select(i[axis].equal(empty_at), fill(0, out.dtype), value)
+                return Select(i[axis].equal(empty_at), te.fill(0, out.dtype), value)
             return value
 
         return te.compute(out.shape, result, name=combine)
@@ -306,7 +306,7 @@ def _trilu_te(attrs_value: TriluAttrs, inputs: Sequence[te.Tensor],
         offset = i[-1] - i[-2]  # column minus row
         diagonal = load_index(k, ())
         keep = offset >= diagonal if attrs_value.upper else offset <= diagonal
-        return Select(keep, x[i], fill(0, out.dtype))
+        return Select(keep, x[i], te.fill(0, out.dtype))
 
     return te.compute(out.shape, element, name="trilu")
 

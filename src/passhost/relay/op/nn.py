@@ -45,7 +45,7 @@ from passhost.relay.op.accumulate import acc_float as _acc_float
 from passhost.relay.op.accumulate import matmul_in_dtype
 from passhost.relay.op.common import identity_rel, normalize_axis
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
-from passhost.relay.op.te_movement import absolute, fill, reshape_te, zeros
+from passhost.relay.op.te_movement import absolute, reshape_te, zeros
 from passhost.relay.op.te_reduce import (
     acc_dtype,
     reduce_over,
@@ -886,7 +886,7 @@ def _pad_source(i: PrimExpr, n: int, lo: int, hi: int, mode: str) -> PrimExpr:
 
 def _pad_te(attrs: PadAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
     x = inputs[0]
-    value = fill(attrs.pad_value, out.dtype)
+    value = te.fill(attrs.pad_value, out.dtype)
     if math.prod(out.shape) == 0:
         return zeros(out.shape, out.dtype, "pad")
     if math.prod(x.shape) == 0:  # constant padding of an empty tensor

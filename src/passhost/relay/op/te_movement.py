@@ -13,12 +13,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from passhost import te
 from passhost.tir.expr import Max, Min, PrimExpr, const
 
-__all__ = ["absolute", "clamp", "fill", "load_index", "reshape_indices", "reshape_te", "zeros"]
+__all__ = ["absolute", "clamp", "load_index", "reshape_indices", "reshape_te", "zeros"]
 
 
 def clamp(x: PrimExpr, lo: int, hi: int) -> PrimExpr:
@@ -31,23 +29,9 @@ def absolute(x: PrimExpr) -> PrimExpr:
     return Max(x, const(0, x.dtype) - x)
 
 
-def fill(value: Any, dtype: str) -> PrimExpr:
-    """The scalar ``value`` converted to ``dtype`` as NumPy's ``astype`` converts it (a
-    bfloat16 immediate is a float32 one cast, exactly)."""
-    with np.errstate(all="ignore"):
-        scalar = np.asarray(value).astype(dtype)[()]
-    if dtype == "bfloat16":
-        return te.cast(const(float(scalar), "float32"), dtype)
-    if scalar.dtype.kind == "f":
-        return const(float(scalar), dtype)
-    if scalar.dtype.kind == "b":
-        return const(bool(scalar), dtype)
-    return const(int(scalar), dtype)
-
-
 def zeros(shape: Sequence[int], dtype: str, name: str) -> te.Tensor:
     """A tensor of zeros (the compute of a result with no elements, which loads nothing)."""
-    return te.compute(shape, lambda *_: fill(0, dtype), name=name)
+    return te.compute(shape, lambda *_: te.fill(0, dtype), name=name)
 
 
 def load_index(tensor: te.Tensor, indices: Sequence[Any]) -> PrimExpr:
