@@ -47,18 +47,15 @@ class NativeLibrary:
 
 
 def address(array: np.ndarray) -> int:
-    """The data address of the C-contiguous float32 or int64 ``array``, cached per array
-    object while it lives (the cache holds weak references only)."""
+    """The data address of the C-contiguous ``array``, cached per array object while it
+    lives (the cache holds weak references only)."""
     entry = _addresses.get(id(array))
     if entry is not None and entry[0]() is array:
         return entry[1]
-    if not isinstance(array, np.ndarray) or not array.flags.c_contiguous or \
-            array.dtype.name not in ("float32", "int64"):
-        found = (f"{array.dtype.name}{list(array.shape)} (C-contiguous: "
-                 f"{array.flags.c_contiguous})" if isinstance(array, np.ndarray)
-                 else type(array).__name__)
-        raise TypeError(f"native kernel argument: expected a C-contiguous float32 or int64 "
-                        f"array, found {found}")
+    if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
+        found = (f"{array.dtype.name}{list(array.shape)} (not C-contiguous)"
+                 if isinstance(array, np.ndarray) else type(array).__name__)
+        raise TypeError(f"native argument: expected a C-contiguous array, found {found}")
     if len(_addresses) >= _CACHE_LIMIT:
         _addresses.clear()
     value = array.ctypes.data

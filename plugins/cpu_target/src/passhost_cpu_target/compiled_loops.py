@@ -1,0 +1,95 @@
+"""The cpu target's compiled loops: every PrimFunc made of loop nests (no kernel calls) is
+printed by the host's C printer into one translation unit per module, compiled with the
+system C compiler into the safe cache (:mod:`.native.build`) and called through ctypes.
+
+The unit is compiled with the first flag set of :data:`.native.build.FLAG_SETS` that works
+(``-O3 -march=native -fopenmp`` on a usual machine), plus the flags the unit asks for, and
+``-ffp-contract=off`` so that multiply-adds round as the NumPy reference does. Its parallel
+loops use ``num_threads`` threads (0: OpenMP's default, all cores).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from passhost.tir.expr import Call
+from passhost.tir.function import PrimFunc
+from passhost.tir.visitor import post_order
+from passhost_cpu_target.errors import CodegenError
+from passhost_cpu_target.native.build import FLAG_SETS, NativeBuildError, load_or_build
+from passhost_cpu_target.native.library import address
+
+__all__ = ["LOOPS_ABI", "CompiledLoopsWarning", "compile_loops", "is_loop_function"]
+
+#: The ABI number every generated unit reports through ``passhost_loops_abi()``.
+LOOPS_ABI = 1
+_ABI_SYMBOL = "passhost_loops_abi"
+_FLAGS = ("-ffp-contract=off",)
+
+
+class CompiledLoopsWarning(UserWarning):
+    """The loops of a module could not be compiled; they run as generated Python."""
+
+
+def is_loop_function(func: PrimFunc) -> bool:
+    """Whether ``func`` is plain loops over buffer parameters (no kernel or extern calls),
+    which the C printer prints."""
+    return all(p in func.buffer_map for p in func.params) and not any(
+        isinstance(n, Call) and n.op in ("call_kernel", "call_extern")
+        for n in post_order(func.body))
+
+
+def _wrapper(function: Any, error: Callable[[], bytes | None], name: str,
+             ) -> Callable[..., None]:
+    """A Python callable taking the function's arrays (inputs, then outputs)."""
+
+    def call(*arrays: np.ndarray) -> None:
+        status = function(*[address(a) for a in arrays])
+        if status:
+            message = error()
+            raise CodegenError(f"PrimFunc {name!r} failed (status {status}): "
+                               f"{message.decode() if message else 'no message'}")
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+def compile_loops(funcs: Mapping[str, PrimFunc], num_threads: int,
+                  ) -> tuple[dict[str, Callable[..., None]], str, Callable[[], None]] | None:
+    """The functions of ``funcs`` compiled into one C unit: a callable per name, the C
+    source, and a function setting the unit's thread count (call it before each run: the
+    unit may be shared with another module of the same source). None, after one
+    :class:`CompiledLoopsWarning`, when the unit cannot be compiled."""
+    from passhost.backend.c import print_unit
+
+    unit = print_unit(funcs, prefix="passhost_loops")
+    source = (unit.source + f"\nint {_ABI_SYMBOL}(void)\n{{\n    return {LOOPS_ABI};\n}}\n")
+    flag_sets = [(*flags, *_FLAGS, *unit.flags) for flags in FLAG_SETS]
+    try:
+        lib = load_or_build(source, _ABI_SYMBOL, LOOPS_ABI, stem="passhost-loops",
+                            flag_sets=flag_sets)
+    except NativeBuildError as err:
+        warnings.warn(CompiledLoopsWarning(f"passhost cpu target: the loops of this module "
+                                           f"run as Python ({err})"), stacklevel=3)
+        return None
+    threads = ctypes.c_int32.in_dll(lib, unit.num_threads_symbol)
+    last_error = getattr(lib, unit.last_error_symbol)
+    last_error.restype = ctypes.c_char_p
+    last_error.argtypes = []
+    functions: dict[str, Callable[..., None]] = {}
+    for name, cfunc in unit.functions.items():
+        function = getattr(lib, cfunc.symbol)
+        function.argtypes = cfunc.argtypes
+        function.restype = ctypes.c_int32
+        functions[name] = _wrapper(function, last_error, name)
+
+    def set_threads() -> None:
+        threads.value = num_threads
+
+    set_threads()
+    return functions, source, set_threads
