@@ -25,7 +25,7 @@ from passhost.errors import PasshostError
 from passhost.ir.types import TensorType, TupleType, Type
 from passhost.relay.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from passhost.relay.visitor import post_order
-from passhost.tir.expr import const
+from passhost.tir.expr import PrimExpr, const
 from passhost.tir.function import PrimFunc
 
 __all__ = ["has_te_computes", "lower_to_loops"]
@@ -48,12 +48,20 @@ def _placeholders(ty: Type, name: str) -> Any:
     return te.placeholder(ty.shape, ty.dtype, name)
 
 
+def _immediate(data: np.ndarray) -> PrimExpr:
+    """The value of a one-element array as an immediate (bfloat16 has none: its float32
+    immediate, converted, which is exact)."""
+    value = data.reshape(()).item()
+    if data.dtype.name == "bfloat16":
+        return te.cast(const(float(value), "float32"), "bfloat16")
+    return const(value, data.dtype.name)
+
+
 def _constant(node: Constant, index: int, constants: dict[te.Tensor, np.ndarray]) -> te.Tensor:
     data = node.data
     if data.size == 1:
-        value = data.reshape(()).item()
-        return te.compute(data.shape, lambda *_: const(value, data.dtype.name),
-                          name=f"c{index}")
+        value = _immediate(data)
+        return te.compute(data.shape, lambda *_: value, name=f"c{index}")
     tensor = te.placeholder(data.shape, data.dtype.name, f"c{index}")
     constants[tensor] = data
     return tensor

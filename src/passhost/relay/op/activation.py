@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from passhost import te
 from passhost.ir.attrs import Attrs, attrs_class, int_field
 from passhost.ir.types import ANY_FLOAT_DTYPES, Type
 from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.common import normalize_axis
+from passhost.relay.op.elemwise_te import np_maximum, unary_compute
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
 from passhost.relay.op.tensor import float_rel
+from passhost.tir.expr import PrimExpr, const
 
 __all__ = ["softplus", "hardmax"]
 
@@ -28,9 +31,14 @@ def _softplus(_attrs: object, x: np.ndarray) -> np.ndarray:
         return np.asarray(np.maximum(wide, 0) + np.log1p(np.exp(-np.abs(wide)))).astype(x.dtype)
 
 
+def _softplus_te(x: PrimExpr) -> PrimExpr:
+    return np_maximum(x, const(0, x.dtype)) + te.log1p(te.exp(te.fabs(x) * -1))
+
+
 softplus = define_op(
     "nn.softplus", inputs=("data",), type_rel=float_rel, compute=_softplus,
-    pattern=OpPattern.ELEMWISE, description="Elementwise log(1 + exp(x)), computed stably.")
+    pattern=OpPattern.ELEMWISE, description="Elementwise log(1 + exp(x)), computed stably.",
+    te_compute=unary_compute(_softplus_te, "softplus"))
 
 
 # -- nn.hardmax ------------------------------------------------------------------------------
