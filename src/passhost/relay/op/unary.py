@@ -86,8 +86,8 @@ def _floor_mod_te(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     # NumPy: C's fmod, moved by b when it is nonzero and of the other sign than b; a zero
     # remainder takes b's sign. A NaN remainder (b zero or NaN, a infinite) stays NaN.
     r = te.fmod(a, b)
-    moved = te.if_then_else(r.not_equal(0) & ((b < 0).not_equal(r < 0)), r + b, r)
-    return te.if_then_else(r.equal(0), te.copysign(r, b), moved)
+    moved = te.if_then_else((b < 0).not_equal(r < 0), r + b, r)
+    return te.if_then_else(r.equal(0), te.copysign(const(0, a.dtype), b), moved)
 
 
 def _remainder_op(name: str, ufunc: Callable[..., np.ndarray], description: str,
