@@ -185,8 +185,8 @@ def test_power_float():
 
 
 def test_integer_divide_truncates_toward_zero():
-    a = np.array([7, -7, 7, -7, 6, -1, 0, 5], dtype="int32")
-    b = np.array([2, 2, -2, -2, 3, 4, 3, 0], dtype="int32")
+    a = np.array([7, -7, 7, -7, 6, -1, 0, 5, -5], dtype="int32")
+    b = np.array([2, 2, -2, -2, 3, 4, 3, 0, 0], dtype="int32")
     out = run(relay.divide, a, b)
     assert out.dtype == np.int32
     assert out.tolist() == [_trunc_div(x, y) for x, y in zip(a.tolist(), b.tolist())]

@@ -3,10 +3,13 @@ constants, loops and scalar TIR, assertions, errors, names, and the reference fa
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from cpu_helpers import assert_same, compile_funcs, prim_func, run_op, uses_fast_kernel
 
+from passhost import te as tensor_expr
 from passhost.backend.kernel_call import kernel_call
 from passhost.runtime.module import FunctionModule
 from passhost.tir import expr as te
@@ -144,6 +147,43 @@ def test_an_unknown_intrinsic_is_a_codegen_error():
     body = ts.BufferStore(x, te.Call("float32", "tir.mystery", [x[0]]), [1])
     with pytest.raises(CodegenError, match=r"unknown intrinsic 'tir\.mystery'"):
         compile_funcs({"f": prim_func([x], body)})
+
+
+_UNARY = {"exp": math.exp, "exp2": lambda v: 2.0 ** v, "expm1": math.expm1, "log": math.log,
+          "log2": math.log2, "log10": math.log10, "log1p": math.log1p, "sqrt": math.sqrt,
+          "rsqrt": lambda v: 1 / math.sqrt(v), "erf": math.erf, "tanh": math.tanh,
+          "sigmoid": lambda v: 1 / (1 + math.exp(-v)), "sin": math.sin, "cos": math.cos,
+          "tan": math.tan, "asin": math.asin, "acos": math.acos, "atan": math.atan,
+          "sinh": math.sinh, "cosh": math.cosh, "asinh": math.asinh,
+          "acosh": lambda v: math.acosh(v + 1), "atanh": math.atanh}
+#: Each intrinsic of passhost.te: its arguments and its value, from Python's math module.
+_INTRINSIC_CASES = {
+    **{name: ((0.5,), fn(0.5)) for name, fn in _UNARY.items()},
+    "acosh": ((1.5,), math.acosh(1.5)), "fabs": ((-2.5,), 2.5), "floor": ((-2.5,), -3.0),
+    "ceil": ((-2.5,), -2.0), "round": ((-2.5,), -2.0), "trunc": ((-2.5,), -2.0),
+    "pow": ((0.5, -3.0), 8.0), "fmod": ((-7.5, 2.0), -1.5),
+    "atan2": ((0.5, -3.0), math.atan2(0.5, -3.0)), "copysign": ((0.5, -3.0), -0.5),
+    "isnan": ((math.nan,), True), "isinf": ((-math.inf,), True), "isfinite": ((math.inf,), False),
+    "bitwise_and": ((6, 3), 2), "bitwise_or": ((6, 3), 7), "bitwise_xor": ((6, 3), 5),
+    "shift_left": ((6, 3), 48), "shift_right": ((-6, 1), -3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_INTRINSIC_CASES))
+def test_every_te_intrinsic_is_computed(name):
+    args, expected = _INTRINSIC_CASES[name]
+    dtype = "int32" if isinstance(args[0], int) else "float32"
+    x = decl_buffer((len(args),), dtype, "x")
+    call = tensor_expr.intrinsic(name, *(x[i] for i in range(len(args))))
+    out = decl_buffer((1,), call.dtype, "out")
+    f = compile_funcs({"f": prim_func([x, out], ts.BufferStore(out, call, [0]))})
+    result = np.zeros(1, call.dtype)
+    f.get_function("f")(np.array(args, dtype), result)
+    np.testing.assert_allclose(result, [expected], rtol=1e-6)
+
+
+def test_the_cases_cover_every_te_intrinsic():
+    assert sorted(_INTRINSIC_CASES) == sorted(tensor_expr.INTRINSIC_NAMES)
 
 
 def test_source_holds_every_function_under_sanitised_names():

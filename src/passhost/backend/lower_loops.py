@@ -3,11 +3,13 @@ TE computes of its operators.
 
 The function's parameters become placeholders (a tuple parameter one per field, as the
 kernel-call lowering flattens them), its operator calls the tensors of each operator's
-``te_compute``, its constants either immediates (one element) or ``AllocateConst``
-buffers, and :func:`passhost.te.lower` turns the result into loops: every elementwise and
-injective step is inlined into the loop nest that consumes it, so a chain of them stores
-nothing in between. The PrimFunc has the kernel-call lowering's signature (the input
-buffers, then the output buffers), so the two are interchangeable per function.
+``te_compute``, its constants either immediates (one element: a compute whose body is the
+immediate, which computes needing a value when the loops are built, such as quantisation
+scales, read) or ``AllocateConst`` buffers, and :func:`passhost.te.lower` turns the result
+into loops: every elementwise and injective step is inlined into the loop nest that
+consumes it, so a chain of them stores nothing in between. The PrimFunc has the kernel-call
+lowering's signature (the input buffers, then the output buffers), so the two are
+interchangeable per function.
 
 A TE compute returns None for attributes or dtypes it does not cover, and a lowered
 function whose every index cannot be proved inside its buffer (:mod:`passhost.tir.bounds`)

@@ -2,7 +2,11 @@
 largest and smallest values of a dtype, and the math intrinsics.
 
 Each intrinsic (``exp``, ``erf``, ``sigmoid``, ...) builds a TIR ``Call`` of ``tir.<name>``
-with its operand's dtype; code generators give them their meaning.
+with its operand's dtype; code generators give them their meaning. The bit intrinsics take
+integers: ``bitwise_and``/``bitwise_or``/``bitwise_xor`` combine two's complement bits;
+``shift_left(a, n)`` and ``shift_right(a, n)`` need ``0 <= n <`` the bit width,
+``shift_right`` is arithmetic on signed integers, and ``shift_left`` is applied to unsigned
+integers only (moving bits into a sign bit is undefined in C).
 """
 
 from __future__ import annotations
@@ -109,7 +113,8 @@ INTRINSIC_NAMES = (
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "erf", "tanh",
     "sigmoid", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
     "atanh", "fabs", "floor", "ceil", "round", "trunc", "pow", "fmod", "atan2", "isnan",
-    "isinf", "isfinite", "copysign",
+    "isinf", "isfinite", "copysign", "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left",
+    "shift_right",
 )
 _PREDICATES = ("isnan", "isinf", "isfinite")
 

@@ -1,5 +1,6 @@
 """Helpers that generated code calls for TIR scalar semantics Python lacks: C-style
-integer division, dtype conversion, and buffers viewing another buffer's memory."""
+integer division, dtype conversion, the intrinsics NumPy has no ufunc for (``erf``,
+``sigmoid``, ``rsqrt``), and buffers viewing another buffer's memory."""
 
 from __future__ import annotations
 
@@ -8,15 +9,19 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["buffer_view", "convert", "truncdiv", "truncmod"]
+from passhost.relay.op.tensor import erf_float64, stable_sigmoid
+
+__all__ = ["buffer_view", "convert", "erf", "rsqrt", "sigmoid", "truncdiv", "truncmod"]
 
 
 def truncdiv(a: Any, b: Any) -> Any:
-    """Integer division rounding toward zero (C's ``/``): the floor quotient, one more
-    where the signs differ and a remainder is left (no magnitude is taken: the smallest
-    value of a NumPy integer dtype has none in that dtype)."""
-    q = a // b
-    return q + 1 if (a % b != 0) and ((a < 0) != (b < 0)) else q
+    """Integer division rounding toward zero (C's ``/``), in the operands' dtype (wrapping
+    around; exact for Python integers)."""
+    q = abs(int(a)) // abs(int(b))
+    q = q if (a < 0) == (b < 0) else -q
+    if isinstance(a, int) and isinstance(b, int):
+        return q
+    return np.asarray(q).astype(np.result_type(a, b))[()]
 
 
 def truncmod(a: Any, b: Any) -> Any:
@@ -28,6 +33,26 @@ def convert(value: Any, dtype: str) -> Any:
     """``value`` as a scalar of ``dtype``, converted as NumPy ``astype`` converts."""
     with np.errstate(all="ignore"):
         return np.asarray(value).astype(dtype)[()]
+
+
+def erf(x: Any) -> Any:
+    """The error function of a float scalar, in its dtype (as the ``erf`` operator's
+    reference kernel computes it)."""
+    value = np.asarray(x)
+    return erf_float64(value).astype(value.dtype)[()]
+
+
+def sigmoid(x: Any) -> Any:
+    """The logistic function of a float scalar, in its dtype (as the ``sigmoid`` operator's
+    reference kernel computes it)."""
+    with np.errstate(all="ignore"):
+        return stable_sigmoid(np.asarray(x))[()]
+
+
+def rsqrt(x: Any) -> Any:
+    """``1 / sqrt(x)`` of a float scalar, in its dtype."""
+    with np.errstate(all="ignore"):
+        return np.reciprocal(np.sqrt(x))
 
 
 def buffer_view(base: np.ndarray, shape: tuple[int, ...], dtype: str) -> np.ndarray:

@@ -16,10 +16,12 @@ from passhost.ir.attrs import Attrs, attrs_class, int_field
 from passhost.ir.types import ANY_FLOAT_DTYPES, TensorType, Type
 from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.common import normalize_axis
+from passhost.relay.op.elemwise_te import np_maximum, unary_compute
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
 from passhost.relay.op.search import arg_extreme_te
 from passhost.relay.op.te_reduce import reduced_index
 from passhost.relay.op.tensor import float_rel
+from passhost.tir.expr import PrimExpr, const
 
 __all__ = ["softplus", "hardmax"]
 
@@ -33,9 +35,14 @@ def _softplus(_attrs: object, x: np.ndarray) -> np.ndarray:
         return np.asarray(np.maximum(wide, 0) + np.log1p(np.exp(-np.abs(wide)))).astype(x.dtype)
 
 
+def _softplus_te(x: PrimExpr) -> PrimExpr:
+    return np_maximum(x, const(0, x.dtype)) + te.log1p(te.exp(te.fabs(x) * -1))
+
+
 softplus = define_op(
     "nn.softplus", inputs=("data",), type_rel=float_rel, compute=_softplus,
-    pattern=OpPattern.ELEMWISE, description="Elementwise log(1 + exp(x)), computed stably.")
+    pattern=OpPattern.ELEMWISE, description="Elementwise log(1 + exp(x)), computed stably.",
+    te_compute=unary_compute(_softplus_te, "softplus"))
 
 
 # -- nn.hardmax ------------------------------------------------------------------------------

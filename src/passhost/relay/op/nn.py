@@ -44,17 +44,24 @@ from passhost.ir.types import (
 from passhost.relay.op.accumulate import acc_float as _acc_float
 from passhost.relay.op.accumulate import matmul_in_dtype
 from passhost.relay.op.common import identity_rel, normalize_axis
+from passhost.relay.op.elemwise_te import (
+    acc_dtype,
+    float_const,
+    np_maximum,
+    unary_compute,
+    widen,
+)
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
 from passhost.relay.op.te_movement import absolute, reshape_te, zeros
 from passhost.relay.op.te_reduce import (
-    acc_dtype,
     reduce_over,
     reduced_index,
     scale_shift,
     standardise,
     sum_dtype,
-    widen,
+    widen_tensor,
 )
+from passhost.relay.op.tensor import add_expr
 from passhost.tir.expr import And, Max, Min, PrimExpr, Select, const
 
 __all__ = [
@@ -192,7 +199,8 @@ def _relu(_attrs: object, x: np.ndarray) -> np.ndarray:
 
 relu = define_op(
     "nn.relu", inputs=("data",), type_rel=identity_rel, compute=_relu,
-    pattern=OpPattern.ELEMWISE, description="max(x, 0), elementwise.")
+    pattern=OpPattern.ELEMWISE, description="max(x, 0), elementwise.",
+    te_compute=unary_compute(lambda x: np_maximum(x, const(0, x.dtype)), "relu"))
 
 
 # -- nn.conv2d -------------------------------------------------------------------------------
@@ -422,10 +430,18 @@ def _bias_add(attrs: BiasAddAttrs, data: np.ndarray, bias: np.ndarray) -> np.nda
     return np.add(data, _along(bias, axis, data.ndim), dtype=data.dtype)
 
 
+def _bias_add_te(attrs: BiasAddAttrs, inputs: Sequence[te.Tensor],
+                 out: TensorType) -> te.Tensor:
+    data, bias = inputs
+    axis = attrs.axis % data.ndim
+    return te.compute(data.shape, lambda *i: te.cast(
+        add_expr(widen(data[i]), widen(bias[i[axis]])), out.dtype), name="bias_add")
+
+
 bias_add = define_op(
     "nn.bias_add", inputs=("data", "bias"), attrs=BiasAddAttrs, type_rel=_bias_add_rel,
     compute=_bias_add, pattern=OpPattern.BROADCAST, layout=LayoutInfo(axis_attrs=("axis",)),
-    description="Add a 1-D bias along axis `axis` of data.")
+    description="Add a 1-D bias along axis `axis` of data.", te_compute=_bias_add_te)
 
 
 # -- nn.batch_norm ---------------------------------------------------------------------------
@@ -528,7 +544,7 @@ def _layer_norm_te(attrs: LayerNormAttrs, inputs: Sequence[te.Tensor],
                    out: TensorType) -> te.Tensor:
     data, gamma, beta = inputs
     axis = attrs.axis % data.ndim
-    normed = standardise(widen(data), (axis,), attrs.epsilon, "layer_norm_standard")
+    normed = standardise(widen_tensor(data), (axis,), attrs.epsilon, "layer_norm_standard")
     return scale_shift(normed, axis, gamma if attrs.scale else None,
                        beta if attrs.center else None, out.dtype, "layer_norm")
 
@@ -576,7 +592,7 @@ def _softmax_stages(attrs: SoftmaxAttrs, data: te.Tensor,
                                tuple[int]]:
     """``x - max`` (an element), ``exp(x - max)`` and its sum along the axis."""
     axes = (attrs.axis % data.ndim,)
-    x = widen(data)
+    x = widen_tensor(data)
     best = reduce_over(x.shape, axes, False, lambda i: x[i], te.propagating_max, "softmax_max")
 
     def shifted(i: tuple[PrimExpr, ...]) -> PrimExpr:
@@ -633,10 +649,17 @@ def _leaky_relu(attrs: LeakyReluAttrs, x: np.ndarray) -> np.ndarray:
     return np.where(wide > 0, wide, wide * alpha).astype(x.dtype, copy=False)
 
 
+def _leaky_relu_te(attrs: LeakyReluAttrs, inputs: Sequence[te.Tensor],
+                   out: TensorType) -> te.Tensor:
+    alpha = float_const(attrs.alpha, acc_dtype(inputs[0].dtype))
+    return unary_compute(lambda x: te.if_then_else(x > 0, x, x * alpha),
+                         "leaky_relu")(attrs, inputs, out)
+
+
 leaky_relu = define_op(
     "nn.leaky_relu", inputs=("data",), attrs=LeakyReluAttrs, type_rel=_float_rel,
     compute=_leaky_relu, pattern=OpPattern.ELEMWISE,
-    description="x if x > 0 else alpha * x, elementwise.")
+    description="x if x > 0 else alpha * x, elementwise.", te_compute=_leaky_relu_te)
 
 
 # -- 2-D pooling -----------------------------------------------------------------------------

@@ -27,10 +27,10 @@ from passhost.ir.attrs import (
 )
 from passhost.ir.types import ANY_FLOAT_DTYPES, TensorType, Type
 from passhost.relay.op.common import normalize_axis
+from passhost.relay.op.elemwise_te import acc_dtype
 from passhost.relay.op.nn import _acc_float, _along, _channel_vector
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
 from passhost.relay.op.te_reduce import (
-    acc_dtype,
     as_dtype,
     mean_over,
     reduce_over,
@@ -38,7 +38,7 @@ from passhost.relay.op.te_reduce import (
     root,
     scale_shift,
     standardise,
-    widen,
+    widen_tensor,
 )
 from passhost.tir.expr import PrimExpr, const
 
@@ -115,7 +115,7 @@ def _instance_norm_te(attrs_value: InstanceNormAttrs, inputs: Sequence[te.Tensor
     data, gamma, beta = inputs
     axis = attrs_value.axis % data.ndim
     spatial = tuple(i for i in range(1, data.ndim) if i != axis)
-    normed = standardise(widen(data), spatial, attrs_value.epsilon, "instance_norm_standard")
+    normed = standardise(widen_tensor(data), spatial, attrs_value.epsilon, "instance_norm_standard")
     return _scale_shift_te(normed, attrs_value, gamma, beta, axis, out.dtype, "instance_norm")
 
 
@@ -167,7 +167,7 @@ def _group_norm_te(attrs_value: GroupNormAttrs, inputs: Sequence[te.Tensor],
     data, gamma, beta = inputs
     axis, g = attrs_value.axis % data.ndim, attrs_value.num_groups
     shape, per_group = data.shape, data.shape[axis] // g
-    x = widen(data)
+    x = widen_tensor(data)
     # The channels of ``axis`` split into (group, channel in group); both views are inlined.
     grouped = te.compute(
         (*shape[:axis], g, per_group, *shape[axis + 1:]),
@@ -221,7 +221,7 @@ def _rms_norm_te(attrs_value: RMSNormAttrs, inputs: Sequence[te.Tensor],
                  out: TensorType) -> te.Tensor:
     data, gamma = inputs
     axes = (attrs_value.axis % data.ndim,)
-    x = widen(data)
+    x = widen_tensor(data)
     mean_square = mean_over(x.shape, axes, lambda i: x[i] * x[i], "rms_norm_mean_square")
     denom = root(mean_square, attrs_value.epsilon, "rms_norm_denom")
     normed = te.compute(x.shape, lambda *i: x[i] / denom[reduced_index(i, axes)],
@@ -273,7 +273,7 @@ def _lp_normalize(attrs_value: LpNormalizeAttrs, data: np.ndarray) -> np.ndarray
 
 def _lp_normalize_te(attrs_value: LpNormalizeAttrs, inputs: Sequence[te.Tensor],
                      out: TensorType) -> te.Tensor:
-    x = widen(inputs[0])
+    x = widen_tensor(inputs[0])
     axes = (attrs_value.axis % x.ndim,)
     if attrs_value.p == 1:
         norm = reduce_over(x.shape, axes, False, lambda i: te.fabs(x[i]), te.sum,
@@ -326,7 +326,7 @@ def _lrn(attrs_value: LRNAttrs, data: np.ndarray) -> np.ndarray:
 
 
 def _lrn_te(attrs_value: LRNAttrs, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
-    x = widen(inputs[0])
+    x = widen_tensor(inputs[0])
     axis, size = attrs_value.axis % x.ndim, attrs_value.size
     channels, before = x.shape[axis], (size - 1) // 2
 

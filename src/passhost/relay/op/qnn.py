@@ -21,6 +21,7 @@ from passhost.errors import IRTypeError
 from passhost.ir.attrs import Attrs, attrs_class, float_field, int_field, str_field
 from passhost.ir.types import ANY_FLOAT_DTYPES, TensorType, Type
 from passhost.relay.op import fixed_point as fp
+from passhost.relay.op import qnn_te as qte
 from passhost.relay.op.common import broadcast_shape, normalize_axis
 from passhost.relay.op.nn import (
     Conv2DAttrs,
@@ -154,7 +155,7 @@ def _quantize(attrs: QuantizeAttrs, data: np.ndarray, scale: np.ndarray,
 quantize = define_op(
     "qnn.quantize", inputs=("data", "output_scale", "output_zero_point"), attrs=QuantizeAttrs,
     type_rel=_quantize_rel, compute=_quantize, pattern=OpPattern.ELEMWISE,
-    layout=LayoutInfo(axis_attrs=("axis",)),
+    layout=LayoutInfo(axis_attrs=("axis",)), te_compute=qte.quantize_te,
     description="Float to integer (TFLite AffineQuantize): "
                 "clamp(round(float32(x) / float32(scale)) + zero_point), halves rounded "
                 "`away` from zero (TFLite) or to `even` (ONNX); float64 data divides in "
@@ -189,6 +190,7 @@ dequantize = define_op(
     "qnn.dequantize", inputs=("data", "input_scale", "input_zero_point"),
     attrs=DequantizeAttrs, type_rel=_dequantize_rel, compute=_dequantize,
     pattern=OpPattern.ELEMWISE, layout=LayoutInfo(axis_attrs=("axis",)),
+    te_compute=qte.dequantize_te,
     description="Integer to float32: float32(double(scale) * (q - zero_point)).")
 
 
@@ -235,6 +237,7 @@ requantize = define_op(
     inputs=("data", "input_scale", "input_zero_point", "output_scale", "output_zero_point"),
     attrs=RequantizeAttrs, type_rel=_requantize_rel, compute=_requantize,
     pattern=OpPattern.ELEMWISE, layout=LayoutInfo(axis_attrs=("axis",)),
+    te_compute=qte.requantize_te,
     description="Integer to integer with new quantisation: clamp(MultiplyByQuantizedMultiplier"
                 "(x - in_zp, QuantizeMultiplier(in_scale / out_scale)) + out_zp), per channel "
                 "along `axis`.")
@@ -365,13 +368,13 @@ def _qmul(_attrs: object, lhs: np.ndarray, rhs: np.ndarray, lhs_scale: np.ndarra
 
 add = define_op(
     "qnn.add", inputs=_BINARY_INPUTS, type_rel=_binary_rel, compute=_qadd,
-    pattern=OpPattern.BROADCAST,
+    pattern=OpPattern.BROADCAST, te_compute=qte.qadd_te,
     description="Quantised elementwise sum with broadcasting (TFLite add: left_shift 20, "
                 "15 for int16; per-tensor quantisation).")
 
 mul = define_op(
     "qnn.mul", inputs=_BINARY_INPUTS, type_rel=_binary_rel, compute=_qmul,
-    pattern=OpPattern.BROADCAST,
+    pattern=OpPattern.BROADCAST, te_compute=qte.qmul_te,
     description="Quantised elementwise product with broadcasting (TFLite mul: one multiplier "
                 "s1*s2/s_out; per-tensor quantisation).")
 

@@ -26,8 +26,9 @@ from passhost.ir.attrs import Attrs, attrs_class, bool_field, ints_field
 from passhost.ir.types import ANY_FLOAT_DTYPES, INT_DTYPES, TensorType, Type, is_float_dtype
 from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.common import normalize_axis
+from passhost.relay.op.elemwise_te import acc_dtype
 from passhost.relay.op.registry import ArgTypes, Op, OpPattern, TypeRelation, define_op
-from passhost.relay.op.te_reduce import acc_dtype, as_dtype, reduce_over, sum_dtype
+from passhost.relay.op.te_reduce import as_dtype, reduce_over, sum_dtype
 
 __all__ = ["max", "mean", "min", "prod", "sum"]
 

@@ -29,7 +29,7 @@ from passhost.ir.types import (
 from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.common import normalize_axis
 from passhost.relay.op.registry import ArgTypes, Op, OpPattern, define_op
-from passhost.relay.op.te_reduce import reduce_over, reduced_index, widen
+from passhost.relay.op.te_reduce import reduce_over, reduced_index, widen_tensor
 from passhost.tir.expr import PrimExpr
 
 __all__ = ["arg_extreme_te", "argmax", "argmin", "topk"]
@@ -65,7 +65,7 @@ def arg_extreme_te(x: te.Tensor, axis: int, keepdims: bool, extreme: te.Reducer,
     """The int64 index along ``axis`` of the first (or ``last``) element of ``x`` equal to
     its ``extreme`` there, or of the first (last) NaN: the extreme value in one pass, then
     the least (greatest) index holding it in another. Narrow floats compare as float32."""
-    wide = widen(x)
+    wide = widen_tensor(x)
     best = reduce_over(x.shape, (axis,), False, lambda i: wide[i], extreme, f"{name}_value")
     n = x.shape[axis]
 

@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 
 from passhost import te
 from passhost.ir.types import is_float_dtype
-from passhost.relay.op.accumulate import acc_float
+from passhost.relay.op.elemwise_te import acc_dtype
 from passhost.tir.expr import PrimExpr
 
 __all__ = [
-    "INT_ACC", "acc_dtype", "as_dtype", "mean_over", "reduce_over", "reduced_index",
-    "root", "scale_shift", "standardise", "sum_dtype", "widen",
+    "INT_ACC", "as_dtype", "mean_over", "reduce_over", "reduced_index",
+    "root", "scale_shift", "standardise", "sum_dtype", "widen_tensor",
 ]
 
 #: The dtype integer sums and products accumulate in (wrapping modulo 2**64, as C defines).
@@ -31,17 +31,12 @@ INT_ACC = "uint64"
 Source = Callable[[tuple[PrimExpr, ...]], PrimExpr]
 
 
-def acc_dtype(dtype: str) -> str:
-    """The dtype the reference computes ``dtype`` data in (float16, bfloat16 -> float32)."""
-    return acc_float(dtype).name
-
-
 def sum_dtype(dtype: str) -> str:
     """The dtype sums and products of ``dtype`` elements accumulate in."""
     return acc_dtype(dtype) if is_float_dtype(dtype) else INT_ACC
 
 
-def widen(x: te.Tensor) -> te.Tensor:
+def widen_tensor(x: te.Tensor) -> te.Tensor:
     """``x`` in its accumulation dtype (``x`` itself when it already is; the cast is
     inlined into whatever reads it)."""
     return as_dtype(x, acc_dtype(x.dtype))

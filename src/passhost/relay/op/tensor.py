@@ -37,7 +37,17 @@ from passhost.ir.types import (
 )
 from passhost.relay.op.accumulate import acc_float, matmul_in_dtype
 from passhost.relay.op.common import broadcast_rel, broadcast_shape, compare_rel
+from passhost.relay.op.elemwise_te import (
+    binary_compute,
+    float_const,
+    is_signed,
+    np_maximum,
+    np_minimum,
+    safe_divisor,
+    unary_compute,
+)
 from passhost.relay.op.registry import ArgTypes, Op, OpPattern, TypeRelation, define_op
+from passhost.tir.expr import Max, Min, PrimExpr
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
@@ -49,7 +59,6 @@ __all__ = [
 NUMERIC_DTYPES = FLOAT_DTYPES + INT_DTYPES
 #: The dtypes of the elementwise arithmetic: the numeric ones and bfloat16.
 ARITHMETIC_DTYPES = NUMERIC_DTYPES + BFLOAT16_DTYPES
-_SIGNED_INT_DTYPES = ("int8", "int16", "int32", "int64")
 
 
 # -- binary broadcasting operators --------------------------------------------------------------
@@ -57,16 +66,15 @@ def _add(_attrs: object, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray(np.add(a, b, dtype=a.dtype))
 
 
-def _add_te(_attrs: object, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor | None:
-    if out.dtype not in NUMERIC_DTYPES:
-        return None
-    return te.broadcast(lambda a, b: a + b, *inputs, shape=out.shape, name="add")
+def add_expr(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """The element of ``add``: ``a + b`` (for bools, ``a or b``, as NumPy adds them)."""
+    return a | b if a.dtype == "bool" else a + b
 
 
 add = define_op(
     "add", inputs=("lhs", "rhs"), type_rel=broadcast_rel, compute=_add,
     pattern=OpPattern.BROADCAST, description="Elementwise sum, NumPy broadcasting.",
-    te_compute=_add_te)
+    te_compute=binary_compute(add_expr, "add"))
 
 
 def arithmetic_broadcast_rel(args: ArgTypes, attrs_value: object) -> Type:
@@ -91,8 +99,9 @@ def _divide(_attrs: object, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         q = np.floor_divide(a, b)
         if a.dtype.kind == "i":
             # Floor division rounds down; truncation rounds toward zero, one more when the
-            # division is inexact and the operands have opposite signs.
-            inexact = np.multiply(q, b, dtype=a.dtype) != a
+            # division is inexact and the operands have opposite signs (NumPy's quotient by
+            # zero is already 0).
+            inexact = (np.multiply(q, b, dtype=a.dtype) != a) & (b != 0)
             q = q + (inexact & ((a < 0) != (b < 0))).astype(q.dtype)
         return np.asarray(q, dtype=a.dtype)
 
@@ -112,6 +121,19 @@ def _power(_attrs: object, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.asarray(out, dtype=a.dtype)
 
 
+def _multiply_te(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    return a & b if a.dtype == "bool" else a * b
+
+
+def _divide_te(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    if is_float_dtype(a.dtype):
+        return a / b
+    quotient = a / safe_divisor(b)
+    if is_signed(a.dtype):
+        quotient = te.if_then_else(b.equal(-1), 0 - a, quotient)
+    return te.if_then_else(b.equal(0), 0, quotient)
+
+
 def _maximum(_attrs: object, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray(np.maximum(a, b, dtype=a.dtype))
 
@@ -122,42 +144,58 @@ def _minimum(_attrs: object, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 subtract = define_op(
     "subtract", inputs=("lhs", "rhs"), type_rel=arithmetic_broadcast_rel, compute=_subtract,
-    pattern=OpPattern.BROADCAST, description="Elementwise difference, NumPy broadcasting.")
+    pattern=OpPattern.BROADCAST, description="Elementwise difference, NumPy broadcasting.",
+    te_compute=binary_compute(lambda a, b: a - b, "subtract"))
 multiply = define_op(
     "multiply", inputs=("lhs", "rhs"), type_rel=broadcast_rel, compute=_multiply,
-    pattern=OpPattern.BROADCAST, description="Elementwise product, NumPy broadcasting.")
+    pattern=OpPattern.BROADCAST, description="Elementwise product, NumPy broadcasting.",
+    te_compute=binary_compute(_multiply_te, "multiply"))
 divide = define_op(
     "divide", inputs=("lhs", "rhs"), type_rel=arithmetic_broadcast_rel, compute=_divide,
     pattern=OpPattern.BROADCAST,
     description="Elementwise quotient: true division for floats, truncating toward zero "
-                "for integers (C semantics; division by zero gives 0).")
+                "for integers (C semantics; division by zero gives 0).",
+    te_compute=binary_compute(_divide_te, "divide"))
+# Integer powers (wrapping repeated products) have no TE compute: they use the kernel.
 power = define_op(
     "power", inputs=("lhs", "rhs"), type_rel=arithmetic_broadcast_rel, compute=_power,
-    pattern=OpPattern.BROADCAST, description="Elementwise lhs ** rhs, NumPy broadcasting.")
+    pattern=OpPattern.BROADCAST, description="Elementwise lhs ** rhs, NumPy broadcasting.",
+    te_compute=binary_compute(te.pow, "power", ANY_FLOAT_DTYPES))
 maximum = define_op(
     "maximum", inputs=("lhs", "rhs"), type_rel=broadcast_rel, compute=_maximum,
-    pattern=OpPattern.BROADCAST, description="Elementwise maximum (NaN propagates).")
+    pattern=OpPattern.BROADCAST, description="Elementwise maximum (NaN propagates).",
+    te_compute=binary_compute(np_maximum, "maximum"))
 minimum = define_op(
     "minimum", inputs=("lhs", "rhs"), type_rel=broadcast_rel, compute=_minimum,
-    pattern=OpPattern.BROADCAST, description="Elementwise minimum (NaN propagates).")
+    pattern=OpPattern.BROADCAST, description="Elementwise minimum (NaN propagates).",
+    te_compute=binary_compute(np_minimum, "minimum"))
 
 
 # -- comparisons --------------------------------------------------------------------------------
-def _compare_op(name: str, ufunc: np.ufunc, text: str) -> Op:
+def _compare_op(name: str, ufunc: np.ufunc, text: str,
+                te_fn: Callable[[PrimExpr, PrimExpr], PrimExpr]) -> Op:
     def compute(_attrs: object, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.asarray(ufunc(a, b), dtype=bool)
 
     return define_op(name, inputs=("lhs", "rhs"), type_rel=compare_rel, compute=compute,
                      pattern=OpPattern.BROADCAST,
-                     description=f"Elementwise lhs {text} rhs as bool, NumPy broadcasting.")
+                     description=f"Elementwise lhs {text} rhs as bool, NumPy broadcasting.",
+                     te_compute=binary_compute(te_fn, name))
 
 
-equal = _compare_op("equal", np.equal, "==")
-not_equal = _compare_op("not_equal", np.not_equal, "!=")
-less = _compare_op("less", np.less, "<")
-less_equal = _compare_op("less_equal", np.less_equal, "<=")
-greater = _compare_op("greater", np.greater, ">")
-greater_equal = _compare_op("greater_equal", np.greater_equal, ">=")
+def _ordered(x: PrimExpr) -> PrimExpr:
+    """``x`` as a dtype TIR orders (bools as 0 and 1)."""
+    return te.cast(x, "uint8") if x.dtype == "bool" else x
+
+
+equal = _compare_op("equal", np.equal, "==", lambda a, b: a.equal(b))
+not_equal = _compare_op("not_equal", np.not_equal, "!=", lambda a, b: a.not_equal(b))
+less = _compare_op("less", np.less, "<", lambda a, b: _ordered(a) < _ordered(b))
+less_equal = _compare_op("less_equal", np.less_equal, "<=",
+                         lambda a, b: _ordered(a) <= _ordered(b))
+greater = _compare_op("greater", np.greater, ">", lambda a, b: _ordered(a) > _ordered(b))
+greater_equal = _compare_op("greater_equal", np.greater_equal, ">=",
+                            lambda a, b: _ordered(a) >= _ordered(b))
 
 
 # -- unary elementwise operators ----------------------------------------------------------------
@@ -172,24 +210,28 @@ def numeric_rel(args: ArgTypes, _attrs: object) -> Type:
 
 
 def unary_op(name: str, kernel: Callable[[np.ndarray], np.ndarray], type_rel: TypeRelation,
-             description: str) -> Op:
+             description: str, te_fn: Callable[[PrimExpr], PrimExpr] | None = None) -> Op:
     """Declare elementwise operator ``name`` whose kernel maps an array to one of its dtype
     (floating-point exceptions silenced; float16 and bfloat16 are computed in float32 and
-    rounded once)."""
+    rounded once). ``te_fn``, when given, is the same map of one element (a float32
+    expression for float16 and bfloat16 elements, which the TE compute widens and rounds)."""
     def compute(_attrs: object, x: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
             return np.asarray(kernel(x.astype(acc_float(x.dtype), copy=False))).astype(x.dtype)
 
+    te_compute = None if te_fn is None else unary_compute(te_fn, name)
     return define_op(name, inputs=("data",), type_rel=type_rel, compute=compute,
-                     pattern=OpPattern.ELEMWISE, description=description)
+                     pattern=OpPattern.ELEMWISE, description=description,
+                     te_compute=te_compute)
 
 
 def _rsqrt(x: np.ndarray) -> np.ndarray:
     return np.reciprocal(np.sqrt(x))
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    # Stable for large |x|: only ever exponentiates a non-positive number.
+def stable_sigmoid(x: np.ndarray) -> np.ndarray:
+    """The logistic function of a float array, in its dtype (only ever exponentiates a
+    non-positive number, so large |x| neither overflows nor loses precision)."""
     e = np.exp(-np.abs(x))
     one = np.ones((), x.dtype)
     return np.where(x >= 0, one / (one + e), e / (one + e))
@@ -231,17 +273,31 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return erf_float64(x)
 
 
-sqrt = unary_op("sqrt", np.sqrt, float_rel, "Elementwise square root.")
-rsqrt = unary_op("rsqrt", _rsqrt, float_rel, "Elementwise 1 / sqrt(x).")
-exp = unary_op("exp", np.exp, float_rel, "Elementwise e ** x.")
-erf = unary_op("erf", _erf, float_rel, "Elementwise Gauss error function.")
+def _negative_te(x: PrimExpr) -> PrimExpr:
+    # Floats: a multiplication by -1 negates zeros too (0 - 0.0 would give 0.0, not -0.0).
+    return x * -1 if is_float_dtype(x.dtype) else 0 - x
+
+
+def _abs_te(x: PrimExpr) -> PrimExpr:
+    if is_float_dtype(x.dtype):
+        return te.fabs(x)
+    return te.if_then_else(x < 0, 0 - x, x) if is_signed(x.dtype) else x
+
+
+sqrt = unary_op("sqrt", np.sqrt, float_rel, "Elementwise square root.", te.sqrt)
+rsqrt = unary_op("rsqrt", _rsqrt, float_rel, "Elementwise 1 / sqrt(x).",
+                 lambda x: 1 / te.sqrt(x))
+exp = unary_op("exp", np.exp, float_rel, "Elementwise e ** x.", te.exp)
+erf = unary_op("erf", _erf, float_rel, "Elementwise Gauss error function.", te.erf)
 negative = unary_op("negative", np.negative, numeric_rel,
-                    "Elementwise -x (integers wrap around).")
-sigmoid = unary_op("sigmoid", _sigmoid, float_rel, "Elementwise 1 / (1 + exp(-x)).")
-tanh = unary_op("tanh", np.tanh, float_rel, "Elementwise hyperbolic tangent.")
+                    "Elementwise -x (integers wrap around).", _negative_te)
+sigmoid = unary_op("sigmoid", stable_sigmoid, float_rel, "Elementwise 1 / (1 + exp(-x)).",
+                   te.sigmoid)
+tanh = unary_op("tanh", np.tanh, float_rel, "Elementwise hyperbolic tangent.", te.tanh)
 abs = unary_op("abs", np.abs, numeric_rel,
-               "Elementwise absolute value (the most negative integer stays itself).")
-log = unary_op("log", np.log, float_rel, "Elementwise natural logarithm.")
+               "Elementwise absolute value (the most negative integer stays itself).",
+               _abs_te)
+log = unary_op("log", np.log, float_rel, "Elementwise natural logarithm.", te.log)
 
 
 # -- clip ---------------------------------------------------------------------------------------
@@ -258,6 +314,15 @@ class ClipAttrs(Attrs):
                             f"found {self.a_max!r}")
 
 
+def _int_bounds(attrs_value: ClipAttrs, dtype: np.dtype) -> tuple[int, int]:
+    """The integers within [a_min, a_max], limited to ``dtype``'s range."""
+    lo, hi = attrs_value.a_min, attrs_value.a_max
+    info = np.iinfo(dtype)
+    ilo = int(info.min) if math.isinf(lo) else max(math.ceil(lo), int(info.min))
+    ihi = int(info.max) if math.isinf(hi) else min(math.floor(hi), int(info.max))
+    return min(ilo, int(info.max)), max(ihi, int(info.min))
+
+
 def _clip(attrs_value: ClipAttrs, x: np.ndarray) -> np.ndarray:
     lo, hi = attrs_value.a_min, attrs_value.a_max
     if is_float_dtype(x.dtype.name):
@@ -266,20 +331,31 @@ def _clip(attrs_value: ClipAttrs, x: np.ndarray) -> np.ndarray:
         acc = acc_float(x.dtype)
         return np.asarray(np.clip(x.astype(acc), lo_a.astype(acc), hi_a.astype(acc))).astype(
             x.dtype)
-    # Integers: the integers within [a_min, a_max], limited to the dtype's range.
-    info = np.iinfo(x.dtype)
-    ilo = int(info.min) if math.isinf(lo) else max(math.ceil(lo), int(info.min))
-    ihi = int(info.max) if math.isinf(hi) else min(math.floor(hi), int(info.max))
-    ilo = min(ilo, int(info.max))
-    ihi = max(ihi, int(info.min))
+    ilo, ihi = _int_bounds(attrs_value, x.dtype)
     return np.asarray(np.clip(x, np.asarray(ilo, x.dtype), np.asarray(ihi, x.dtype)),
                       dtype=x.dtype)
+
+
+def _clip_te(attrs_value: ClipAttrs, inputs: Sequence[te.Tensor],
+             out: TensorType) -> te.Tensor:
+    (x,) = inputs
+    if is_float_dtype(x.dtype):
+        lo, hi = float_const(attrs_value.a_min, x.dtype), float_const(attrs_value.a_max, x.dtype)
+
+        def clip_float(v: PrimExpr) -> PrimExpr:
+            # NaN fails both comparisons and stays NaN, as in np.clip.
+            return te.if_then_else(v < lo, lo, te.if_then_else(v > hi, hi, v))
+
+        return unary_compute(clip_float, "clip")(attrs_value, inputs, out)
+    ilo, ihi = _int_bounds(attrs_value, np.dtype(x.dtype))
+    return te.elementwise(lambda v: Min(Max(v, ilo), ihi), x, "clip")
 
 
 clip = define_op(
     "clip", inputs=("data",), type_rel=numeric_rel, compute=_clip, attrs=ClipAttrs,
     pattern=OpPattern.ELEMWISE,
-    description="Limit values to [a_min, a_max] (for integers: to the integers in it).")
+    description="Limit values to [a_min, a_max] (for integers: to the integers in it).",
+    te_compute=_clip_te)
 
 
 # -- cast ---------------------------------------------------------------------------------------
@@ -299,11 +375,17 @@ def _cast(attrs_value: CastAttrs, x: np.ndarray) -> np.ndarray:
         return x.astype(attrs_value.dtype)
 
 
+def _cast_te(attrs_value: CastAttrs, inputs: Sequence[te.Tensor],
+             _out: TensorType) -> te.Tensor:
+    return te.elementwise(lambda v: te.cast(v, attrs_value.dtype), inputs[0], "cast")
+
+
 cast = define_op(
     "cast", inputs=("data",), type_rel=_cast_rel, compute=_cast, attrs=CastAttrs,
     pattern=OpPattern.ELEMWISE,
     description="Convert to another dtype as NumPy astype (floats to ints truncate toward "
-                "zero).")
+                "zero).",
+    te_compute=_cast_te)
 
 
 # -- where --------------------------------------------------------------------------------------
@@ -327,10 +409,15 @@ def _where(_attrs: object, cond: np.ndarray, x: np.ndarray, y: np.ndarray) -> np
     return np.asarray(np.where(cond, x, y), dtype=x.dtype)
 
 
+def _where_te(_attrs: object, inputs: Sequence[te.Tensor], out: TensorType) -> te.Tensor:
+    return te.broadcast(te.if_then_else, *inputs, shape=out.shape, name="where")
+
+
 where = define_op(
     "where", inputs=("condition", "x", "y"), type_rel=_where_rel, compute=_where,
     pattern=OpPattern.BROADCAST,
-    description="x where condition holds, else y; all three broadcast together.")
+    description="x where condition holds, else y; all three broadcast together.",
+    te_compute=_where_te)
 
 
 # -- matmul -------------------------------------------------------------------------------------
