@@ -3,13 +3,19 @@
 from passhost.runtime.artifact import ArtifactError, load_artifact, save_artifact
 from passhost.runtime.compiled import CompiledModule
 from passhost.runtime.executor import Executor, ExecutorError
-from passhost.runtime.module import FunctionModule, Module, find_function
+from passhost.runtime.module import (
+    FunctionModule,
+    Module,
+    NativeRunner,
+    NativeStep,
+    find_function,
+)
 from passhost.runtime.plan import ExecutorPlan, PlanError, Step, TensorEntry
 
 __all__ = [
     "ArtifactError", "CompiledModule", "Executor", "ExecutorError", "ExecutorPlan",
-    "FunctionModule", "Module", "PlanError", "Step", "TensorEntry", "find_function",
-    "load", "load_artifact", "save_artifact",
+    "FunctionModule", "Module", "NativeRunner", "NativeStep", "PlanError", "Step",
+    "TensorEntry", "find_function", "load", "load_artifact", "save_artifact",
 ]
 
 #: ``passhost.runtime.load(path)``: the compiled model in an artifact file.

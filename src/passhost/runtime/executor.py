@@ -3,7 +3,9 @@
 Storage blocks are allocated once, when the executor is made, each starting on a cache
 line (as do the input buffers); every tensor is a view of its block, an input buffer or a
 parameter array. ``run`` then only calls the step functions in order on arrays it resolved
-up front, so the per-step cost is one Python call.
+up front, so the per-step cost is one Python call. Consecutive steps whose functions are
+compiled into one native library (they carry a ``native_step``) are bound together when the
+executor is made and run as one native call, with no Python between them.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import numpy as np
 
 from passhost.errors import PasshostError
 from passhost.runtime.aligned import aligned_full
-from passhost.runtime.module import Module, find_function, run_scope
+from passhost.runtime.module import Module, NativeStep, find_function, run_scope
 from passhost.runtime.plan import ExecutorPlan, TensorEntry, param_mismatch
 
 __all__ = ["Executor", "ExecutorError"]
@@ -23,6 +25,33 @@ __all__ = ["Executor", "ExecutorError"]
 
 class ExecutorError(PasshostError):
     """Bad inputs to an executor, or a plan its modules cannot run."""
+
+
+Run = tuple[Callable[..., Any], tuple[Any, ...]]
+
+
+def _bind_native_runs(steps: list[Run]) -> list[Run]:
+    """``steps`` with each run of consecutive native steps of one runner bound into one
+    call (a single native step stays a plain call: it costs no more)."""
+    out: list[Run] = []
+    index = 0
+    while index < len(steps):
+        native = getattr(steps[index][0], "native_step", None)
+        group: list[tuple[NativeStep, tuple[np.ndarray, ...]]] = []
+        while native is not None and index < len(steps):
+            step = getattr(steps[index][0], "native_step", None)
+            if step is None or step.runner is not native.runner:
+                break
+            group.append((step, steps[index][1]))
+            index += 1
+        if len(group) > 1:
+            out.append((native.runner.bind(group), ()))
+        elif group:
+            out.append(steps[index - 1])
+        else:
+            out.append(steps[index])
+            index += 1
+    return out
 
 
 class Executor:
@@ -45,12 +74,13 @@ class Executor:
                 arr = self._param(params, t)
             arrays.append(arr)
         self._arrays = arrays
-        self._steps: list[tuple[Callable[..., Any], tuple[np.ndarray, ...]]] = []
+        steps: list[tuple[Callable[..., Any], tuple[np.ndarray, ...]]] = []
         for step in plan.steps:
             func = find_function(module, step.func)
             if func is None:
                 raise ExecutorError(f"no runtime module has function {step.func!r}")
-            self._steps.append((func, tuple(arrays[a] for a in step.args)))
+            steps.append((func, tuple(arrays[a] for a in step.args)))
+        self._runs = _bind_native_runs(steps)
         self.input_names = [name for name, _ in plan.inputs]
 
     @staticmethod
@@ -86,7 +116,7 @@ class Executor:
     def run(self) -> None:
         """Run every step once on the current inputs."""
         with run_scope(self.module):
-            for func, args in self._steps:
+            for func, args in self._runs:
                 func(*args)
 
     def get_output(self, index: int) -> np.ndarray:

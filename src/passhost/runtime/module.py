@@ -7,11 +7,14 @@ target plugin only has to answer ``get_function`` for its own PrimFuncs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["FunctionModule", "Module", "find_function", "run_scope"]
+from attrs import frozen
+
+__all__ = ["FunctionModule", "Module", "NativeRunner", "NativeStep", "find_function",
+           "run_scope"]
 
 
 @runtime_checkable
@@ -32,6 +35,25 @@ class Module(Protocol):
 
     def get_source(self, fmt: str = "") -> str:
         """The generated source (``fmt`` picks one when a module has several kinds)."""
+
+
+class NativeRunner(Protocol):
+    """Runs several compiled functions of one native library in one native call."""
+
+    def bind(self, steps: Sequence[tuple[NativeStep, Sequence[Any]]]) -> Callable[[], None]:
+        """A callable running ``steps`` (each a function's native step and the arrays it
+        takes, which stay where they are) in order, raising when one fails."""
+
+
+@frozen
+class NativeStep:
+    """What makes a runtime function part of a native run: the ``runner`` of its library
+    and its ``address`` there; a function carries it as its ``native_step`` attribute.
+    Consecutive steps of one runner run as one native call (see the executor)."""
+
+    runner: NativeRunner
+    address: int
+    name: str
 
 
 class FunctionModule:
