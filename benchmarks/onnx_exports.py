@@ -10,8 +10,8 @@ extra (``pip install -e ".[test,exports]"``). For each model the script prints w
 passhost imports it (``from_onnx``) and builds it (``cpu`` target, opt_level 3), the largest
 difference of its output from onnxruntime's on the same file, relative to the output's
 largest magnitude, and for 1 and 2 threads the latency ratio passhost / onnxruntime: the two
-run in turns, in rounds (``timing.interleaved_medians_ms``, as in ``inference.py``), and the
-ratio is the median of the ratios within a round. A model that does not import or build
+run in turns, in rounds (``timing.interleaved_medians_ms``, as in the race of ``race.py``),
+and the ratio is the median of the ratios within a round. A model that does not import or build
 shows the error instead.
 """
 
@@ -22,17 +22,11 @@ import tempfile
 
 import numpy as np
 import onnx
-from inference import ort_session, passhost_executor
+from runtimes import one_line, ort_session, passhost_executor
 from timing import interleaved_medians_ms, median_of
 
 from passhost.frontend import from_onnx
 from passhost.testing import torch_exports
-
-
-def _one_line(err: Exception) -> str:
-    """An error's type and message on one line."""
-    first, *rest = [line.strip() for line in str(err).splitlines() if line.strip()] or [""]
-    return " ".join([f"{type(err).__name__}: {first}", "; ".join(rest)]).strip()
 
 
 def _report(case: torch_exports.ExportedModel, repeat: int) -> None:
@@ -41,17 +35,17 @@ def _report(case: torch_exports.ExportedModel, repeat: int) -> None:
     name = case.name
     print(f"{name}: ops {', '.join(torch_exports.op_types(model))}")
     try:
-        from_onnx(model)
+        mod, params = from_onnx(model)
     except Exception as err:  # reported: the point is how far each model gets
-        print(f"{name}: import FAILED: {_one_line(err)}")
+        print(f"{name}: import FAILED: {one_line(err)}")
         return
     for threads in (1, 2):
         session = ort_session(model, threads)
         want = session.run(None, case.inputs)
         try:
-            executor = passhost_executor(model, threads, case.inputs)
+            executor = passhost_executor(mod, params, threads, case.inputs)
         except Exception as err:  # reported, as above
-            print(f"{name}: import OK, build FAILED: {_one_line(err)}")
+            print(f"{name}: import OK, build FAILED: {one_line(err)}")
             return
         executor.run()
         got = [executor.get_output(i) for i in range(len(want))]

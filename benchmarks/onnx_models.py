@@ -1,7 +1,7 @@
-"""ONNX models for the inference race: ResNet-18, MobileNetV2 and an MLP, built with
-``onnx.helper`` (opset 17, IR version 8) and He-scaled random weights from a fixed seed, so
-every runtime in the race loads the same file with the same weights; ``to_torch`` rebuilds
-a model as PyTorch eager layers with those weights.
+"""ONNX models for the inference race (``race_models.py``): ResNet-18, MobileNetV2 and an
+MLP, built with ``onnx.helper`` (opset 17, IR version 8) and He-scaled random weights from a
+fixed seed, so every runtime in the race loads the same file with the same weights;
+``to_torch`` rebuilds a model as PyTorch eager layers with those weights.
 
 Each model has one float32 input ``x`` and one output ``y`` (1000 logits for the CNNs, 10
 for the MLP).
@@ -158,10 +158,6 @@ def mlp(seed: int = 0) -> ModelProto:
     x = g.node("Relu", [g.gemm("x", 784, 512)])
     x = g.node("Relu", [g.gemm(x, 512, 512)])
     return g.model("mlp", g.gemm(x, 512, 10), [1, 784], [1, 10])
-
-
-#: The race's models by name.
-MODELS = {"resnet-18": resnet18, "mobilenet-v2": mobilenet_v2, "mlp": mlp}
 
 
 def to_torch(model: ModelProto) -> Callable[[Any], Any]:

@@ -9,6 +9,10 @@ with random weights from a fixed seed, exported at one static input shape.
 
 - :func:`build`: the model in eval mode and its example inputs (NumPy arrays by input name);
 - :func:`export`: build a model and export it to an ONNX file in a folder;
+- :func:`export_module`: export any torch module at its example inputs (how :func:`export`
+  does it; the full-size models of ``benchmarks/`` use it too);
+- :func:`positional`: a transformers model wrapped to take its inputs positionally;
+- :func:`randomise_batch_norms`: random statistics for a model's batch norms;
 - :func:`op_types`: the operator types an ONNX model uses;
 - :func:`error_bound`: how far an output may be from onnxruntime's.
 
@@ -33,7 +37,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["ATOL", "MODEL_NAMES", "OPSET", "RTOL", "ExportedModel", "build", "error_bound",
-           "export", "op_types"]
+           "export", "export_module", "op_types", "positional", "randomise_batch_norms"]
 
 #: The ONNX opset the models are exported at.
 OPSET = 20
@@ -68,7 +72,7 @@ def _normal(*shape: int) -> np.ndarray:
     return _rng().standard_normal(shape, dtype=np.float32)
 
 
-def _positional(model: Any, names: Sequence[str], key: str) -> Any:
+def positional(model: Any, names: Sequence[str], key: str) -> Any:
     """``model`` (a transformers model) wrapped into a module in eval mode that takes the
     inputs ``names`` positionally and returns the output ``key``."""
     from torch import nn
@@ -85,7 +89,7 @@ def _positional(model: Any, names: Sequence[str], key: str) -> Any:
 
 
 def _hf(model: Any, inputs: dict[str, np.ndarray], key: str = "last_hidden_state") -> Any:
-    return _positional(model, list(inputs), key), inputs
+    return positional(model, list(inputs), key), inputs
 
 
 def _bert() -> tuple[Any, dict[str, np.ndarray]]:
@@ -245,7 +249,7 @@ def _mobilenet_v3() -> tuple[Any, dict[str, np.ndarray]]:
     return model.eval(), {"pixel_values": _normal(1, 3, 64, 64)}
 
 
-def _randomise_batch_norms(model: Any) -> None:
+def randomise_batch_norms(model: Any) -> None:
     """Give every batch norm random statistics and affine parameters near the identity (a
     fresh one is the identity, which would hide a wrong normalisation)."""
     import torch
@@ -288,17 +292,25 @@ def build(name: str) -> tuple[Any, dict[str, np.ndarray]]:
         raise KeyError(f"unknown model {name!r}; expected one of {', '.join(MODEL_NAMES)}")
     torch.manual_seed(SEED)
     model, inputs = _BUILDERS[name]()
-    _randomise_batch_norms(model)
+    randomise_batch_norms(model)
     return model, inputs
 
 
 def export(name: str, directory: str | Path) -> ExportedModel:
     """Build model ``name`` and export it with ``torch.onnx.export`` at its example inputs'
     static shapes to ``directory/<name>.onnx`` (weights inside the file)."""
-    import torch
-
     model, inputs = build(name)
     path = Path(directory) / f"{name}.onnx"
+    export_module(model, inputs, path)
+    return ExportedModel(name, path, inputs)
+
+
+def export_module(model: Any, inputs: dict[str, np.ndarray], path: str | Path) -> None:
+    """Export torch module ``model`` (in eval mode, taking ``inputs`` positionally) with
+    ``torch.onnx.export`` at the inputs' static shapes to the ONNX file ``path`` (weights
+    inside the file), as :func:`export` does."""
+    import torch
+
     args = tuple(torch.from_numpy(a) for a in inputs.values())
     # The exporter warns about torch internals' deprecations, and its optimiser's constant
     # folding about log(0) and casts of infinities in attention masks: nothing to act on.
@@ -307,7 +319,6 @@ def export(name: str, directory: str | Path) -> ExportedModel:
         warnings.simplefilter("ignore", RuntimeWarning)
         torch.onnx.export(model, args, path, input_names=list(inputs), opset_version=OPSET,
                           dynamo=True, external_data=False, verbose=False)
-    return ExportedModel(name, path, inputs)
 
 
 def op_types(model: Any) -> list[str]:
