@@ -16,6 +16,13 @@ def _tir_to_runtime(target: Any, mod: Any) -> Any:
     return tir_to_runtime(target, mod)
 
 
+def _lowers_loops(target: Any) -> bool:
+    """Whether this build compiles loop nests (a C compiler is here, native code is on)."""
+    from passhost_cpu_target.codegen import lowers_loops
+
+    return lowers_loops(target)
+
+
 @hookimpl
 def passhost_register_targets() -> list[TargetKind]:
     """The cpu target kind."""
@@ -26,8 +33,9 @@ def passhost_register_targets() -> list[TargetKind]:
                             "(0: all cores)"),),
         keys=("cpu",),
         tir_to_runtime=_tir_to_runtime,
+        lowers_loops=_lowers_loops,
         phase_passes={"tir.phase1": ("tir.Simplify",), "tir.phase2": ("tir.ReuseBuffers",),
                       "tir.phase3": ("tir.AnnotateLoops",)},
         host=True,
-        summary="the host CPU: generated Python over native kernels, NumPy and BLAS",
+        summary="the host CPU: loop nests compiled to C, native kernels, NumPy and BLAS",
     )]
