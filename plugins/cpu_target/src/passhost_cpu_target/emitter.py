@@ -16,6 +16,7 @@ from passhost.errors import PasshostError
 from passhost.tir import expr as te
 from passhost.tir import stmt as ts
 from passhost.tir.function import Buffer, PrimFunc
+from passhost.tir.intrinsics import INTRINSICS
 from passhost_cpu_target import scalars
 from passhost_cpu_target.errors import CodegenError, TIRAssertionError
 from passhost_cpu_target.literals import literal
@@ -31,10 +32,6 @@ _INDENT = "    "
 _BINARY = {te.Add: "+", te.Sub: "-", te.Mul: "*", te.FloorDiv: "//", te.FloorMod: "%",
            te.LT: "<", te.LE: "<=", te.GT: ">", te.GE: ">=", te.EQ: "==", te.NE: "!=",
            te.And: "and", te.Or: "or"}
-
-_INTRINSICS = {"tir.exp": "np.exp", "tir.log": "np.log", "tir.sqrt": "np.sqrt",
-               "tir.tanh": "np.tanh", "tir.fabs": "np.abs", "tir.floor": "np.floor",
-               "tir.ceil": "np.ceil", "tir.pow": "np.power"}
 
 #: Python integers stand for these dtypes (indices and counters); others are NumPy scalars.
 _PYTHON_INTS = ("int32", "int64")
@@ -351,10 +348,12 @@ class _FunctionEmitter:
         if e.op == "call_kernel":
             raise self.fail(f"call_kernel of {e.args[0].value!r} inside an expression; a "
                             f"kernel call is a statement of its own")
-        function = _INTRINSICS.get(e.op)
-        if function is None:
+        intrinsic = INTRINSICS.get(e.op)
+        if intrinsic is None:
             raise self.fail(f"unknown intrinsic {e.op!r}; the cpu target knows "
-                            f"{', '.join(sorted(_INTRINSICS))}")
+                            f"{', '.join(INTRINSICS)}")
+        function = self.scope.bind(e.op.replace(".", "_"), intrinsic.numpy,
+                                   f"intrinsic {e.op} (NumPy reference)")
         return f"{function}({', '.join(self.expr(a) for a in e.args)})"
 
 
