@@ -15,6 +15,7 @@ from passhost.runtime.module import FunctionModule
 from passhost.tir import expr as te
 from passhost.tir import stmt as ts
 from passhost.tir.function import PrimFunc, decl_buffer
+from passhost.tir.intrinsics import intrinsic_call
 from passhost_cpu_target import emitter
 from passhost_cpu_target.errors import CodegenError, TIRAssertionError
 
@@ -184,6 +185,27 @@ def test_every_te_intrinsic_is_computed(name):
 
 def test_the_cases_cover_every_te_intrinsic():
     assert sorted(_INTRINSIC_CASES) == sorted(tensor_expr.INTRINSIC_NAMES)
+
+
+def test_intrinsics_run_their_numpy_meaning():
+    """Intrinsics come from passhost.tir.intrinsics: any of its table runs, here sigmoid, erf
+    and pow of float32 values, and fabs of an integer."""
+    x, out = decl_buffer((4,), "float32", "x"), decl_buffer((3, 4), "float32", "out")
+    n, m = decl_buffer((4,), "int32", "n"), decl_buffer((4,), "int32", "m")
+    i = te.Var("i")
+    body = ts.For(i, 0, 4, "serial", ts.SeqStmt([
+        ts.BufferStore(out, intrinsic_call("tir.sigmoid", x[i]), [0, i]),
+        ts.BufferStore(out, intrinsic_call("tir.erf", x[i]), [1, i]),
+        ts.BufferStore(out, intrinsic_call("tir.pow", x[i], 2.0), [2, i]),
+        ts.BufferStore(m, intrinsic_call("tir.fabs", n[i]), [i])]))
+    f = compile_funcs({"f": prim_func([x, out, n, m], body)}).get_function("f")
+    xs, result = np.array([-2, -0.5, 0, 3], "float32"), np.empty((3, 4), "float32")
+    ints, absolute = np.array([-5, 0, 7, -(2**31)], "int32"), np.empty(4, "int32")
+    f(xs, result, ints, absolute)
+    np.testing.assert_allclose(result[0], 1 / (1 + np.exp(-xs.astype(np.float64))), rtol=1e-6)
+    np.testing.assert_allclose(result[1], [math.erf(v) for v in xs], rtol=1e-6)
+    np.testing.assert_array_equal(result[2], xs * xs)
+    np.testing.assert_array_equal(absolute, [5, 0, 7, -(2**31)])
 
 
 def test_source_holds_every_function_under_sanitised_names():

@@ -21,6 +21,7 @@ from passhost.ir.types import ANY_FLOAT_DTYPES, FLOAT_DTYPES
 from passhost.te.tensor import Reducer
 from passhost.tir import expr as tir
 from passhost.tir.expr import PrimExpr, const, convert
+from passhost.tir.intrinsics import INTRINSICS, intrinsic_call
 
 __all__ = [
     "INTRINSIC_NAMES", "cast", "fill", "if_then_else", "max_value", "min_value", "prod",
@@ -108,27 +109,14 @@ def if_then_else(condition: Any, true_value: Any, false_value: Any) -> PrimExpr:
     return tir.Select(condition, true_value, false_value)
 
 
-#: The math intrinsics this module builds calls of, by TIR op name ``tir.<name>``.
-INTRINSIC_NAMES = (
-    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "erf", "tanh",
-    "sigmoid", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-    "atanh", "fabs", "floor", "ceil", "round", "trunc", "pow", "fmod", "atan2", "isnan",
-    "isinf", "isfinite", "copysign", "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left",
-    "shift_right",
-)
-_PREDICATES = ("isnan", "isinf", "isfinite")
+#: The math intrinsics ``te.<name>`` builds calls of (``tir.<name>``, passhost.tir.intrinsics).
+INTRINSIC_NAMES = tuple(name.removeprefix("tir.") for name in INTRINSICS)
 
 
 def intrinsic(name: str, *args: Any) -> PrimExpr:
-    """A call of the math intrinsic ``tir.<name>`` on ``args`` (Python numbers take the
-    first expression operand's dtype)."""
+    """A call of the math intrinsic ``tir.<name>`` on ``args``, checked (Python numbers take
+    the first expression operand's dtype)."""
     if name not in INTRINSIC_NAMES:
         raise IRTypeError(f"unknown intrinsic {name!r}; the intrinsics are "
                           f"{', '.join(INTRINSIC_NAMES)}")
-    like = next((a.dtype for a in args if isinstance(a, PrimExpr)), None)
-    operands = [convert(a, like) for a in args]
-    if any(o.dtype != operands[0].dtype for o in operands):
-        raise IRTypeError(f"tir.{name}: operands of different dtypes "
-                          f"{[o.dtype for o in operands]}")
-    dtype = "bool" if name in _PREDICATES else operands[0].dtype
-    return tir.Call(dtype, f"tir.{name}", tuple(operands))
+    return intrinsic_call(f"tir.{name}", *args)

@@ -138,9 +138,12 @@ def compile_loops(funcs: Mapping[str, PrimFunc], num_threads: int,
     source, and a function setting the unit's thread count (call it before each run: the
     unit may be shared with another module of the same source). None, after one
     :class:`CompiledLoopsWarning`, when the unit cannot be compiled."""
-    from passhost.backend.c import print_unit
+    from passhost.backend.c import CCodegenError, print_unit
 
-    unit = print_unit(funcs, prefix="passhost_loops")
+    try:
+        unit = print_unit(funcs, prefix="passhost_loops")
+    except CCodegenError as err:
+        raise CodegenError(str(err)) from None
     source = (unit.source + _packed_source(unit)
               + f"\nint {_ABI_SYMBOL}(void)\n{{\n    return {LOOPS_ABI};\n}}\n")
     flag_sets = [(*flags, *_FLAGS, *unit.flags) for flags in FLAG_SETS]

@@ -16,6 +16,7 @@ from passhost.errors import PasshostError
 from passhost.tir import expr as te
 from passhost.tir import stmt as ts
 from passhost.tir.function import Buffer, PrimFunc
+from passhost.tir.intrinsics import INTRINSICS
 from passhost_cpu_target import scalars
 from passhost_cpu_target.errors import CodegenError, TIRAssertionError
 from passhost_cpu_target.literals import literal
@@ -31,25 +32,6 @@ _INDENT = "    "
 _BINARY = {te.Add: "+", te.Sub: "-", te.Mul: "*", te.FloorDiv: "//", te.FloorMod: "%",
            te.LT: "<", te.LE: "<=", te.GT: ">", te.GE: ">=", te.EQ: "==", te.NE: "!=",
            te.And: "and", te.Or: "or"}
-
-#: The function each math intrinsic (``tir.<name>``) calls: a NumPy ufunc, which keeps its
-#: operands' dtype, or a helper of :mod:`.scalars`.
-_INTRINSICS: dict[str, str | Callable[..., Any]] = {
-    "tir.exp": "np.exp", "tir.exp2": "np.exp2", "tir.expm1": "np.expm1", "tir.log": "np.log",
-    "tir.log2": "np.log2", "tir.log10": "np.log10", "tir.log1p": "np.log1p",
-    "tir.sqrt": "np.sqrt", "tir.rsqrt": scalars.rsqrt, "tir.erf": scalars.erf,
-    "tir.tanh": "np.tanh", "tir.sigmoid": scalars.sigmoid, "tir.sin": "np.sin",
-    "tir.cos": "np.cos", "tir.tan": "np.tan", "tir.asin": "np.arcsin",
-    "tir.acos": "np.arccos", "tir.atan": "np.arctan", "tir.sinh": "np.sinh",
-    "tir.cosh": "np.cosh", "tir.asinh": "np.arcsinh", "tir.acosh": "np.arccosh",
-    "tir.atanh": "np.arctanh", "tir.fabs": "np.abs", "tir.floor": "np.floor",
-    "tir.ceil": "np.ceil", "tir.round": "np.rint", "tir.trunc": "np.trunc",
-    "tir.pow": "np.power", "tir.fmod": "np.fmod", "tir.atan2": "np.arctan2",
-    "tir.isnan": "np.isnan", "tir.isinf": "np.isinf", "tir.isfinite": "np.isfinite",
-    "tir.copysign": "np.copysign", "tir.bitwise_and": "np.bitwise_and",
-    "tir.bitwise_or": "np.bitwise_or", "tir.bitwise_xor": "np.bitwise_xor",
-    "tir.shift_left": "np.left_shift", "tir.shift_right": "np.right_shift",
-}
 
 #: Python integers stand for these dtypes (indices and counters); others are NumPy scalars.
 _PYTHON_INTS = ("int32", "int64")
@@ -366,12 +348,13 @@ class _FunctionEmitter:
         if e.op == "call_kernel":
             raise self.fail(f"call_kernel of {e.args[0].value!r} inside an expression; a "
                             f"kernel call is a statement of its own")
-        function = _INTRINSICS.get(e.op)
-        if function is None:
+        intrinsic = INTRINSICS.get(e.op)
+        if intrinsic is None:
             raise self.fail(f"unknown intrinsic {e.op!r}; the cpu target knows "
-                            f"{', '.join(sorted(_INTRINSICS))}")
-        name = function if isinstance(function, str) else self.helper(function)
-        return f"{name}({', '.join(self.expr(a) for a in e.args)})"
+                            f"{', '.join(INTRINSICS)}")
+        function = self.scope.bind(e.op.replace(".", "_"), intrinsic.numpy,
+                                   f"intrinsic {e.op} (NumPy reference)")
+        return f"{function}({', '.join(self.expr(a) for a in e.args)})"
 
 
 def _tuple_source(items: list[str]) -> str:

@@ -9,9 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from passhost.relay.op.tensor import erf_float64, stable_sigmoid
-
-__all__ = ["buffer_view", "convert", "erf", "rsqrt", "sigmoid", "truncdiv", "truncmod"]
+__all__ = ["buffer_view", "convert", "truncdiv", "truncmod"]
 
 
 def truncdiv(a: Any, b: Any) -> Any:
@@ -33,26 +31,6 @@ def convert(value: Any, dtype: str) -> Any:
     """``value`` as a scalar of ``dtype``, converted as NumPy ``astype`` converts."""
     with np.errstate(all="ignore"):
         return np.asarray(value).astype(dtype)[()]
-
-
-def erf(x: Any) -> Any:
-    """The error function of a float scalar, in its dtype (as the ``erf`` operator's
-    reference kernel computes it)."""
-    value = np.asarray(x)
-    return erf_float64(value).astype(value.dtype)[()]
-
-
-def sigmoid(x: Any) -> Any:
-    """The logistic function of a float scalar, in its dtype (as the ``sigmoid`` operator's
-    reference kernel computes it)."""
-    with np.errstate(all="ignore"):
-        return stable_sigmoid(np.asarray(x))[()]
-
-
-def rsqrt(x: Any) -> Any:
-    """``1 / sqrt(x)`` of a float scalar, in its dtype."""
-    with np.errstate(all="ignore"):
-        return np.reciprocal(np.sqrt(x))
 
 
 def buffer_view(base: np.ndarray, shape: tuple[int, ...], dtype: str) -> np.ndarray:

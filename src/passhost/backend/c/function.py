@@ -1,0 +1,625 @@
+"""Printing one PrimFunc as a C function of a unit (the convention is in
+:mod:`passhost.backend.c`).
+
+Statements are laid out with an explicit work stack (no recursion over the IR's depth).
+Statements that bind (let, allocate, declare buffer, assert) print flat in their block:
+every local has a name of its own, so a C declaration outliving its TIR scope is harmless.
+
+*Regions* are the function body and the body of every ``parallel`` loop. The allocations of
+a region are made once at its top (per thread for a parallel loop), on the stack while they
+fit the printer's stack budget, else on the heap; a failure inside a region (an assertion,
+a heap allocation) records its status and jumps to the region's end, where heap memory is
+freed; after a parallel loop a failure jumps on to the enclosing region's end.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from passhost.backend.c.dtypes import (
+    array_elements,
+    c_string,
+    int_literal,
+    storage_type,
+    suffix,
+    value_type,
+)
+from passhost.backend.c.errors import CCodegenError
+from passhost.backend.c.expr import (
+    UNARY,
+    ExprPrinter,
+    KernelPrinter,
+    Piece,
+    Pointer,
+    flat_index,
+    operands,
+    strip,
+)
+from passhost.backend.c.naming import Namer, is_identifier
+from passhost.ir import traversal
+from passhost.tir import expr as te
+from passhost.tir import stmt as ts
+from passhost.tir.function import Buffer, PrimFunc
+
+if TYPE_CHECKING:
+    from passhost.backend.c.unit import CParam, UnitState
+
+__all__ = ["FunctionPrinter", "STATUS_ASSERT", "STATUS_NO_MEMORY"]
+
+#: The status a function returns when an ``AssertStmt`` fails.
+STATUS_ASSERT = 1
+#: The status a function returns when a heap allocation fails.
+STATUS_NO_MEMORY = 2
+
+_INDENT = "    "
+_ELEMENTS_PER_LINE = 8
+_UNROLL_LIMIT = 1024  # constant extents up to this unroll fully
+
+
+class _Slot:
+    """Lines decided after the lines that follow them were printed."""
+
+    __slots__ = ("lines",)
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+
+class _Region:
+    """The function body or a parallel loop's body: its allocations and failure exit."""
+
+    __slots__ = ("allocs", "decls", "gotos", "has_allocs", "heap", "heap_bytes", "label",
+                 "parent", "stack_bytes")
+
+    def __init__(self, parent: _Region | None) -> None:
+        self.parent = parent
+        self.has_allocs = False
+        self.allocs: list[tuple[ts.Allocate, Pointer, bool]] = []  # (stmt, pointer, on heap)
+        self.stack_bytes = 0
+        self.heap_bytes = 0
+        self.gotos = 0
+        self.label = "ph_exit"
+        self.decls: list[str] = []  # declarations at its top (its used allocations)
+        self.heap: list[str] = []  # the heap pointers to free at its end
+
+
+def _expressions(s: ts.Stmt) -> list[te.PrimExpr]:
+    """The expressions a statement evaluates itself (not those of its body)."""
+    if isinstance(s, ts.For):
+        return [s.min, s.extent]
+    if isinstance(s, ts.LetStmt):
+        return [s.value]
+    if isinstance(s, (ts.IfThenElse, ts.AssertStmt)):
+        return [s.condition]
+    if isinstance(s, ts.BufferStore):
+        return [s.value, *s.indices]
+    if isinstance(s, ts.Evaluate):
+        return [s.value]
+    return []
+
+
+def _children(s: ts.Stmt) -> list[ts.Stmt]:
+    if isinstance(s, ts.SeqStmt):
+        return list(s.seq)
+    if isinstance(s, ts.IfThenElse):
+        return [s.then_case] + ([s.else_case] if s.else_case is not None else [])
+    body = getattr(s, "body", None)
+    return [body] if body is not None else []
+
+
+class FunctionPrinter:
+    """Prints one PrimFunc as ``int32_t symbol(params)`` of a unit."""
+
+    def __init__(self, unit: UnitState, name: str, func: PrimFunc) -> None:
+        self.unit = unit
+        self.runtime = unit.runtime
+        self.kernel_printer: KernelPrinter | None = unit.kernel_printer
+        self.name = name
+        self.symbol = name  # the unit sets the C symbol before printing
+        self.func = func
+        self.scalars: dict[int, str] = {}
+        self.used: set[int] = set()
+        self.handles: dict[int, Pointer] = {}
+        self.views: dict[int, Pointer] = {}
+        self.lines: list[str | _Slot] = []
+        self.uses_status = False
+        self._temps = 0
+        self._regions = 0
+        self._unused_checks: list[tuple[int, Any, str]] = []  # (line index, node, name)
+        self._constants: list[tuple[Pointer, str]] = []
+        self._keep: list[Any] = []
+        self.externs: set[str] = set()
+        self.region_of: dict[int, _Region] = {}  # id(parallel For or Allocate) -> region
+        self.no_simd: set[int] = set()  # vectorized loops that cannot be `omp simd`
+        self.written: set[int] = set()  # pointers something writes through
+        self._scan()
+        self.names = Namer(extra=self.externs, others=(unit.namer,))
+
+    def fail(self, problem: str) -> CCodegenError:
+        """An error about this function."""
+        return CCodegenError(f"PrimFunc {self.name!r}: {problem}")
+
+    # -- the first pass: regions, allocations, loops that cannot be SIMD, writes --------------
+    def _scan(self) -> None:
+        written = self.written
+        alias: dict[int, int] = {}
+        top = _Region(None)
+        self.region_of[id(self.func)] = top
+        # (statement, region, chain of enclosing vectorized loops: (id, outer chain))
+        stack: list[tuple[ts.Stmt, _Region, Any]] = [(self.func.body, top, None)]
+
+        def block(chain: Any) -> None:
+            while chain is not None and chain[0] not in self.no_simd:
+                self.no_simd.add(chain[0])
+                chain = chain[1]
+
+        while stack:
+            s, region, chain = stack.pop()
+            if isinstance(s, ts.LetStmt) and isinstance(s.value, te.Var) \
+                    and s.value.dtype == "handle":
+                alias[id(s.var)] = alias.get(id(s.value), id(s.value))
+            if isinstance(s, ts.BufferStore):
+                written.add(alias.get(id(s.buffer.data), id(s.buffer.data)))
+            for n in traversal.post_order(map(strip, _expressions(s)), operands):
+                if isinstance(n, te.Call) and n.op in te.NAMED_CALL_OPS:
+                    block(chain)
+                    if n.op == "call_extern":
+                        self._extern_name(n.args[0].value)
+                    for a in n.args[1:]:
+                        data = a.data if isinstance(a, Buffer) else a
+                        if isinstance(data, te.Var) and data.dtype == "handle":
+                            written.add(alias.get(id(data), id(data)))
+            if isinstance(s, (ts.Allocate, ts.AssertStmt)):
+                block(chain)
+            if isinstance(s, ts.Allocate):
+                self.region_of[id(s)] = region
+                region.has_allocs = True
+            inner, inner_chain = region, chain
+            if isinstance(s, ts.For) and s.kind == "parallel":
+                block(chain)
+                inner = _Region(region)
+                self.region_of[id(s)] = inner
+                inner_chain = None
+            elif isinstance(s, ts.For) and s.kind == "vectorized":
+                inner_chain = (id(s), chain)
+            for child in reversed(_children(s)):
+                stack.append((child, inner, inner_chain))
+
+    def _extern_name(self, name: str) -> None:
+        if not is_identifier(name):
+            raise self.fail(f"call_extern of {name!r}: not a C identifier")
+        if name.startswith(("ph_", "PH_")):
+            raise self.fail(f"call_extern of {name!r}: names starting with ph_ belong to the "
+                            "printer's helpers")
+        self.externs.add(name)
+
+    # -- what expressions need (ExprContext) -----------------------------------------------
+    def scalar(self, var: te.Var) -> str:
+        """The C name of scalar variable ``var``."""
+        name = self.scalars.get(id(var))
+        if name is None:
+            raise self.fail(f"variable %{var.name_hint} is used where nothing defines it")
+        self.used.add(id(var))
+        return name
+
+    def handle(self, var: te.Var) -> Pointer:
+        """The pointer handle variable ``var`` stands for."""
+        ptr = self.handles.get(id(var))
+        if ptr is None:
+            raise self.fail(f"pointer %{var.name_hint} is used where no parameter, allocation "
+                            "or let statement defines it")
+        self.used.add(id(ptr))
+        return ptr
+
+    def pointer(self, buf: Buffer) -> Pointer:
+        """A pointer to the elements of ``buf``."""
+        view = self.views.get(id(buf))
+        if view is not None:
+            self.used.add(id(view))
+            return view
+        try:
+            base = self.handle(buf.data)
+        except CCodegenError:
+            raise self.fail(f"buffer {buf.name} points at %{buf.data.name_hint}, which no "
+                            "parameter, allocation or let statement defines") from None
+        return self._view_of(base, buf)
+
+    def _view_of(self, base: Pointer, buf: Buffer) -> Pointer:
+        want = storage_type(buf.dtype)
+        if base.storage == want:
+            return base
+        if base.storage is not None:
+            self.unit.flags.add("-fno-strict-aliasing")
+        const = "const " if base.const else ""
+        return Pointer(f"(({const}{want} *){base.text})", want, base.const)
+
+    def temp(self) -> str:
+        """A fresh name for a temporary."""
+        self._temps += 1
+        return f"ph_t{self._temps}"
+
+    # -- lines ------------------------------------------------------------------------------
+    def line(self, ind: int, text: str) -> None:
+        """Append one line at indent level ``ind``."""
+        self.lines.append(_INDENT * ind + text)
+
+    def slot(self) -> _Slot:
+        """A place for lines decided later."""
+        slot = _Slot()
+        self.lines.append(slot)
+        return slot
+
+    def exprs(self, ind: int, *pieces: list[Piece]) -> list[str]:
+        """The texts of piece lists, after printing the temporaries they need."""
+        pre, texts = ExprPrinter(self).print(pieces)
+        for text in pre:
+            self.line(ind, text)
+        return texts
+
+    def declare(self, ind: int, node: Any, name: str, text: str) -> None:
+        """A declaration line; ``(void)name;`` is added if nothing uses ``node``."""
+        self.line(ind, text)
+        self._unused_checks.append((len(self.lines) - 1, node, name))
+        self._keep.append(node)
+
+    # -- the function -----------------------------------------------------------------------
+    def print(self) -> tuple[str, tuple[CParam, ...]]:
+        """The C text (constant arrays, then the function) and the parameters."""
+        from passhost.backend.c.unit import CParam
+
+        params: list[CParam] = []
+        decls: list[str] = []
+        entry: list[str] = []
+        param_nodes: list[tuple[Any, str]] = []
+        for var in self.func.params:
+            buf = self.func.buffer_map.get(var)
+            if buf is not None:
+                name = self.names.fresh(buf.name)
+                ro = id(var) not in self.written
+                ptr = Pointer(name, storage_type(buf.dtype), ro)
+                self.handles[id(var)] = self.views[id(buf)] = ptr
+                decl = f"{'const ' if ro else ''}{ptr.storage} *restrict {name}"
+                params.append(CParam(name, "buffer", buf.dtype, buf.shape, ro, decl))
+                param_nodes.append((ptr, name))
+            elif var.dtype == "handle":
+                name = self.names.fresh(var.name_hint)
+                ptr = Pointer(name, None)
+                self.handles[id(var)] = ptr
+                params.append(CParam(name, "handle", "handle", None, False, f"void *{name}"))
+                param_nodes.append((ptr, name))
+            else:
+                name = self.names.fresh(var.name_hint)
+                self.scalars[id(var)] = name
+                decl = f"{value_type(var.dtype)} {name}"
+                params.append(CParam(name, "scalar", var.dtype, None, False, decl))
+                param_nodes.append((var, name))
+                if var.dtype in ("float16", "bfloat16"):
+                    rounding = "ph_f16_round" if var.dtype == "float16" else "ph_bf16_round"
+                    entry.append(f"{name} = {self.runtime.use(rounding)}({name});")
+            decls.append(params[-1].declaration)
+        top = self.region_of[id(self.func)]
+        self.region = top
+        head = self.slot()
+        self._statements(self.func.body)
+        self._close_region(top, 1)
+        lines = ["int32_t ph_status = 0;", "const char *ph_error = NULL;"] \
+            if self.uses_status else []
+        lines += entry
+        lines += [f"(void){name};" for node, name in param_nodes if id(node) not in self.used]
+        head.lines = [_INDENT + text for text in lines] + top.decls
+        if top.gotos:
+            self.lines.append("ph_exit: ;")
+        self.lines.extend(self._frees(top, 1))
+        if self.uses_status:
+            self.line(1, "if (ph_status != 0)")
+            self.line(2, "ph_last_error_message = ph_error;")
+            self.line(1, "return ph_status;")
+        else:
+            self.line(1, "return 0;")
+        for index, node, name in self._unused_checks:
+            if id(node) not in self.used:
+                self.lines[index] += f" (void){name};"
+        signature = f"int32_t {self.symbol}({', '.join(decls) or 'void'})"
+        out = [f"/* PrimFunc {self.name!r} */" if "*/" not in self.name else "/* PrimFunc */"]
+        for ptr, text in self._constants:
+            if id(ptr) in self.used:
+                out.append(text)
+        out += [signature, "{"]
+        for item in self.lines:
+            out.extend(item.lines if isinstance(item, _Slot) else (item,))
+        out.append("}")
+        return "\n".join(out) + "\n", tuple(params)
+
+    # -- regions ----------------------------------------------------------------------------
+    def _alloc(self, s: ts.Allocate) -> None:
+        region = self.region_of[id(s)]
+        name = self.names.fresh(s.buffer_var.name_hint.removesuffix("_data"))
+        ptr = Pointer(name, storage_type(s.dtype))
+        size = math.prod(s.extents) * np.dtype(s.dtype).itemsize
+        padded = -(-max(size, 1) // 64) * 64
+        heap = region.stack_bytes + padded > self.unit.stack_limit
+        if heap:
+            region.heap_bytes += size
+        else:
+            region.stack_bytes += padded
+        region.allocs.append((s, ptr, heap))
+        self.handles[id(s.buffer_var)] = ptr
+
+    def _close_region(self, region: _Region, ind: int) -> str | None:
+        """Fill in the region's declarations (its used allocations, at ``ind``) and heap
+        pointers. Returns, for a parallel region with heap memory, the per-thread flag saying
+        the allocations succeeded."""
+        decls = []
+        for s, ptr, on_heap in region.allocs:
+            if id(ptr) not in self.used:
+                continue
+            count = max(math.prod(s.extents), 1)
+            size = count * np.dtype(s.dtype).itemsize
+            if on_heap:
+                if size >= 1 << 62:
+                    raise self.fail(f"allocation %{s.buffer_var.name_hint} of {size} bytes "
+                                    "is too large")
+                decls.append(f"{ptr.storage} *{ptr.text} = ({ptr.storage} *)"
+                             f"{self.runtime.use('ph_alloc')}({size}u);")
+                region.heap.append(ptr.text)
+            else:
+                decls.append(f"{ptr.storage} {ptr.text}[{count}] __attribute__((aligned(64)));")
+        ok = None
+        if region.heap:
+            self.uses_status = True
+            test = " || ".join(f"{p} == NULL" for p in region.heap)
+            message = c_string(f"{self.name}: out of memory ({region.heap_bytes} bytes)")
+            fail = (f"{self.runtime.use('ph_fail')}(&ph_status, &ph_error, {STATUS_NO_MEMORY},"
+                    f" {message});")
+            if region.parent is None:
+                decls += [f"if ({test}) {{", _INDENT + fail, _INDENT + "goto ph_exit;", "}"]
+                region.gotos += 1
+            else:
+                ok = region.label.replace("next", "ok")
+                decls += [f"const bool {ok} = !({test});", f"if (!{ok})", _INDENT + fail]
+        region.decls = [_INDENT * ind + d for d in decls]
+        return ok
+
+    def _frees(self, region: _Region, ind: int) -> list[str]:
+        return [f"{_INDENT * ind}free({p});" for p in reversed(region.heap)]
+
+    # -- statements -------------------------------------------------------------------------
+    def _statements(self, body: ts.Stmt) -> None:
+        stack: list[Any] = [("s", body, 1)]
+        while stack:
+            item = stack.pop()
+            kind = item[0]
+            if kind == "s":
+                self._stmt(item[1], item[2], stack)
+            elif kind == "l":
+                self.line(item[2], item[1])
+            elif kind == "f":
+                item[1]()
+            else:  # "else": what follows the then-block of an IfThenElse
+                self._else(item[1], item[2], stack)
+
+    def _stmt(self, s: ts.Stmt, ind: int, stack: list[Any]) -> None:
+        handler: Callable[..., None] | None = getattr(self, f"_s_{type(s).__name__}", None)
+        if handler is None:
+            raise self.fail(f"cannot print a {type(s).__name__} statement")
+        handler(s, ind, stack)
+
+    def _s_SeqStmt(self, s: ts.SeqStmt, ind: int, stack: list[Any]) -> None:
+        for item in reversed(s.seq):
+            stack.append(("s", item, ind))
+
+    def _s_Evaluate(self, s: ts.Evaluate, ind: int, stack: list[Any]) -> None:
+        value = strip(s.value)
+        if isinstance(value, (te.IntImm, te.FloatImm, te.StringImm)):
+            return
+        if isinstance(value, te.Call) and value.op in te.NAMED_CALL_OPS:
+            (text,) = self.exprs(ind, [(value, 0)])
+            self.line(ind, f"{text};")
+        else:
+            (text,) = self.exprs(ind, [(value, UNARY)])
+            self.line(ind, f"(void){text};")
+
+    def _s_BufferStore(self, s: ts.BufferStore, ind: int, stack: list[Any]) -> None:
+        buf = s.buffer
+        ptr = self.pointer(buf)
+        if ptr.const:
+            raise self.fail(f"buffer {buf.name} is constant data and cannot be stored into")
+        pieces: list[Piece] = [f"{ptr.text}[", *flat_index(buf.shape, s.indices), "] = "]
+        value = strip(s.value)
+        if buf.dtype in ("float16", "bfloat16") and isinstance(value, te.BufferLoad) \
+                and value.dtype == buf.dtype:  # a copy: the bits as they are
+            src = self.pointer(value.buffer)
+            pieces += [f"{src.text}[", *flat_index(value.buffer.shape, value.indices), "]"]
+        elif buf.dtype == "float16":
+            pieces += ["(_Float16)", (value, UNARY)]
+        elif buf.dtype == "bfloat16":
+            pieces += [f"{self.runtime.use('ph_f32_to_bf16')}(", (value, 0), ")"]
+        else:
+            pieces.append((value, 0))
+        pre, (text,) = ExprPrinter(self).print(
+            [pieces], unrounded=value if buf.dtype in ("float16", "bfloat16") else None)
+        for line in pre:
+            self.line(ind, line)
+        self.line(ind, text + ";")
+
+    def _s_LetStmt(self, s: ts.LetStmt, ind: int, stack: list[Any]) -> None:
+        var = s.var
+        value = strip(s.value)
+        if var.dtype == "handle" and isinstance(value, te.Var):
+            self.handles[id(var)] = self.handle(value)
+        else:
+            (text,) = self.exprs(ind, [(value, 0)])
+            name = self.names.fresh(var.name_hint)
+            if var.dtype == "handle":
+                ptr = Pointer(name, None)
+                self.handles[id(var)] = ptr
+                self.declare(ind, ptr, name, f"void *{name} = {text};")
+            else:
+                self.scalars[id(var)] = name
+                self.declare(ind, var, name, f"const {value_type(var.dtype)} {name} = {text};")
+        stack.append(("s", s.body, ind))
+
+    def _s_Allocate(self, s: ts.Allocate, ind: int, stack: list[Any]) -> None:
+        self._alloc(s)
+        stack.append(("s", s.body, ind))
+
+    def _s_AllocateConst(self, s: ts.AllocateConst, ind: int, stack: list[Any]) -> None:
+        hint = f"{self.symbol}_{s.buffer_var.name_hint.removesuffix('_data')}"
+        name = self.unit.namer.fresh(hint, avoid=self.names.taken)
+        ctype = storage_type(s.dtype)
+        ptr = Pointer(name, ctype, True)
+        self.handles[id(s.buffer_var)] = ptr
+        elements = array_elements(s.data) or ["0"]
+        rows = [", ".join(elements[i:i + _ELEMENTS_PER_LINE])
+                for i in range(0, len(elements), _ELEMENTS_PER_LINE)]
+        text = (f"static const {ctype} {name}[{len(elements)}] __attribute__((aligned(64))) = "
+                "{\n" + ",\n".join(_INDENT + r for r in rows) + "\n};")
+        self._constants.append((ptr, text))
+        stack.append(("s", s.body, ind))
+
+    def _s_DeclBuffer(self, s: ts.DeclBuffer, ind: int, stack: list[Any]) -> None:
+        buf = s.buffer
+        base = self.handle(buf.data)
+        source = self._view_of(base, buf)
+        name = self.names.fresh(buf.name)
+        view = Pointer(name, source.storage, source.const)
+        self.views[id(buf)] = view
+        const = "const " if view.const else ""
+        self.declare(ind, view, name, f"{const}{view.storage} *{name} = {source.text};")
+        stack.append(("s", s.body, ind))
+
+    def _s_AssertStmt(self, s: ts.AssertStmt, ind: int, stack: list[Any]) -> None:
+        (cond,) = self.exprs(ind, [(s.condition, UNARY)])
+        message = c_string(f"{self.name}: {s.message.value}")
+        self.uses_status = True
+        self.line(ind, f"if (!{cond}) {{")
+        self.line(ind + 1, f"{self.runtime.use('ph_fail')}(&ph_status, &ph_error, "
+                           f"{STATUS_ASSERT}, {message});")
+        self.line(ind + 1, f"goto {self.region.label};")
+        self.line(ind, "}")
+        self.region.gotos += 1
+        stack.append(("s", s.body, ind))
+
+    def _s_IfThenElse(self, s: ts.IfThenElse, ind: int, stack: list[Any]) -> None:
+        (cond,) = self.exprs(ind, [(s.condition, 0)])
+        self.line(ind, f"if ({cond}) {{")
+        stack.append(("else", s, ind))
+        stack.append(("s", s.then_case, ind + 1))
+
+    def _else(self, s: ts.IfThenElse, ind: int, stack: list[Any]) -> None:
+        other = s.else_case
+        if other is None:
+            self.line(ind, "}")
+            return
+        if isinstance(other, ts.IfThenElse):
+            pre, (cond,) = ExprPrinter(self).print([[(other.condition, 0)]])
+            if not pre:  # nothing to evaluate before the test: `else if`
+                self.line(ind, f"}} else if ({cond}) {{")
+                stack.append(("else", other, ind))
+                stack.append(("s", other.then_case, ind + 1))
+                return
+        self.line(ind, "} else {")
+        stack.append(("l", "}", ind))
+        stack.append(("s", other, ind + 1))
+
+    def _s_For(self, s: ts.For, ind: int, stack: list[Any]) -> None:
+        var = s.loop_var
+        vt = value_type(var.dtype)
+        lo, hi = self._bounds(s, ind)
+        name = self.names.fresh(var.name_hint)
+        self.scalars[id(var)] = name
+        head = f"for ({vt} {name} = {lo}; {name} < {hi}; ++{name}) {{"
+        if s.kind == "parallel":
+            self._parallel(s, ind, head, stack)
+            return
+        if s.kind == "vectorized":
+            if id(s) in self.no_simd:
+                self.line(ind, "/* vectorized, printed serial: its body allocates, asserts, "
+                               "calls or runs a parallel loop */")
+            else:
+                self.line(ind, "PH_OMP_SIMD")
+        elif s.kind == "unrolled":
+            extent = strip(s.extent)
+            count = extent.value if isinstance(extent, te.IntImm) else 8
+            self.line(ind, f"#pragma GCC unroll {min(max(count, 1), _UNROLL_LIMIT)}")
+        self.line(ind, head)
+        stack.append(("l", "}", ind))
+        stack.append(("s", s.body, ind + 1))
+
+    def _bounds(self, s: ts.For, ind: int) -> tuple[str, str]:
+        """The C texts of a loop's first value and of the value it stops before."""
+        dtype = s.loop_var.dtype
+        lo_e, ext_e = strip(s.min), strip(s.extent)
+        if isinstance(lo_e, te.IntImm) and isinstance(ext_e, te.IntImm):
+            end = lo_e.value + max(ext_e.value, 0)
+            info = np.iinfo(dtype)
+            if end > int(info.max):
+                raise self.fail(f"loop %{s.loop_var.name_hint} runs to {end - 1}, the largest "
+                                f"{dtype}; its end {end} is not a {dtype}: use a wider loop "
+                                "variable")
+            return int_literal(lo_e.value, dtype), int_literal(max(end, lo_e.value), dtype)
+        lo, ext = self.exprs(ind, [(lo_e, 0)], [(ext_e, 0)])
+        vt = value_type(dtype)
+        if not isinstance(lo_e, (te.Var, te.IntImm)):
+            name = self.temp()
+            self.line(ind, f"const {vt} {name} = {lo};")
+            lo = name
+        if isinstance(lo_e, te.IntImm) and lo_e.value == 0:
+            end = ext
+        elif dtype in ("uint32", "uint64"):
+            end = f"{lo} + ({ext})"
+        else:
+            end = f"{self.runtime.use('ph_add_' + suffix(dtype))}({lo}, {ext})"
+        if isinstance(ext_e, (te.Var, te.IntImm)) and end == ext:
+            return lo, end
+        name = self.temp()
+        self.line(ind, f"const {vt} {name} = {end};")
+        return lo, name
+
+    def _parallel(self, s: ts.For, ind: int, head: str, stack: list[Any]) -> None:
+        region = self.region_of[id(s)]
+        self._regions += 1
+        region.label = f"ph_next{self._regions}"
+        outer = self.region
+        if region.has_allocs:  # per-thread allocations: a parallel block around the loop
+            self.line(ind, "PH_OMP_PARALLEL")
+            self.line(ind, "{")
+            decls = self.slot()
+            self.line(ind + 1, "PH_OMP_FOR")
+            self.line(ind + 1, head)
+            check = self.slot()
+            body_ind = ind + 2
+        else:
+            self.line(ind, "PH_OMP_PARALLEL_FOR")
+            self.line(ind, head)
+            body_ind = ind + 1
+
+        def enter() -> None:
+            self.region = region
+
+        def leave() -> None:
+            ok = self._close_region(region, ind + 1)
+            if region.has_allocs:
+                decls.lines = region.decls
+                if ok is not None:
+                    check.lines = [f"{_INDENT * body_ind}if (!{ok})",
+                                   f"{_INDENT * (body_ind + 1)}continue;"]
+            if region.gotos:
+                self.line(body_ind, f"{region.label}: ;")
+            self.line(body_ind - 1, "}")
+            if region.has_allocs:
+                self.lines.extend(self._frees(region, ind + 1))
+                self.line(ind, "}")
+            if region.gotos or ok is not None:
+                self.line(ind, f"if ({self.runtime.use('ph_failed')}(&ph_status))")
+                self.line(ind + 1, f"goto {outer.label};")
+                outer.gotos += 1
+            self.region = outer
+
+        stack.append(("f", leave))
+        stack.append(("s", s.body, body_ind))
+        stack.append(("f", enter))
