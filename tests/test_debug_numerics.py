@@ -102,9 +102,11 @@ def test_an_unrunnable_module_is_noted_once(tmp_path, monkeypatch, capsys):
                  "validate-numerics", "-o", "a.tar"]) == 0
     err = capsys.readouterr().err.splitlines()
     notes = [line for line in err if "cannot run" in line]
-    assert notes == ["validate-numerics: the reference interpreter cannot run the module "
-                     "after LowerTE (PasshostError: cannot evaluate Evaluate); modules it "
-                     "cannot run are not checked"]
+    assert len(notes) == 1
+    assert notes[0].startswith("validate-numerics: the reference interpreter cannot run the "
+                               "module after LowerTE (PasshostError: cannot evaluate a call of "
+                               "PrimFunc @fused_")
+    assert notes[0].endswith("modules it cannot run are not checked")
     assert err[0].startswith("validate-numerics: the outputs stayed within")
 
 

@@ -288,49 +288,6 @@ def _wrapped(idx: np.ndarray, n: int) -> np.ndarray:
 
 
 @FAST
-@given(shapes(min_rank=1, max_rank=3, min_dim=1), dtypes, st.sampled_from(INDEX_DTYPES),
-       seeds, st.booleans(), st.data())
-def test_gather_elements(shape, dtype, index_dtype, seed, wild, data):
-    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
-    index_shape = tuple(data.draw(st.integers(0, 4)) if k == axis % len(shape)
-                        else data.draw(st.integers(0, d)) for k, d in enumerate(shape))
-    x_data = _array(seed, shape, dtype)
-    idx_data = _indices(seed, index_shape, shape[axis], index_dtype, wild)
-    x = relay.var("x", shape=shape, dtype=dtype)
-    idx = relay.var("i", shape=index_shape, dtype=index_dtype)
-    func = relay.Function([x, idx], relay.gather_elements(x, idx, axis=axis))
-    grid = list(np.indices(index_shape, sparse=True))
-    grid[axis % len(shape)] = _wrapped(idx_data, shape[axis])
-    _check(func, [x_data, idx_data], None if not wild else [x_data[tuple(grid)]])
-
-
-@FAST
-@given(shapes(min_rank=1, max_rank=4, min_dim=1, max_size=60), dtypes,
-       st.sampled_from(INDEX_DTYPES), seeds, st.booleans(), st.data())
-def test_gather_nd(shape, dtype, index_dtype, seed, wild, data):
-    batch = data.draw(st.integers(0, len(shape) - 1))
-    k = data.draw(st.integers(1, len(shape) - batch))
-    middle = tuple(data.draw(st.lists(st.integers(0, 3), max_size=2)))
-    index_shape = (*shape[:batch], *middle, k)
-    rng = np.random.default_rng(seed)
-    columns = [_indices(seed + j, (*shape[:batch], *middle), shape[batch + j], index_dtype,
-                        wild) for j in range(k)]
-    idx_data = np.stack(columns, axis=-1) if columns else np.zeros(index_shape, index_dtype)
-    x_data = _array(int(rng.integers(2**31)), shape, dtype)
-    x = relay.var("x", shape=shape, dtype=dtype)
-    idx = relay.var("i", shape=index_shape, dtype=index_dtype)
-    func = relay.Function([x, idx], relay.gather_nd(x, idx, batch_dims=batch))
-    expected = None
-    if wild:
-        flat = x_data.reshape((math.prod(shape[:batch]), *shape[batch:]))
-        tuples = idx_data.reshape(flat.shape[0], -1, k)
-        picked = flat[(np.arange(flat.shape[0])[:, None],
-                       *(_wrapped(tuples[..., j], shape[batch + j]) for j in range(k)))]
-        expected = [picked.reshape((*index_shape[:-1], *shape[batch + k:]))]
-    _check(func, [x_data, idx_data], expected)
-
-
-@FAST
 @given(shapes(max_rank=3, max_size=30), st.sampled_from(DTYPES[:-1]),
        st.sampled_from(("int8", "uint8", "int32", "int64", "uint64")), st.integers(1, 5),
        seeds, st.data())
@@ -344,31 +301,6 @@ def test_one_hot(index_shape, value_dtype, index_dtype, depth, seed, data):
     func = relay.Function([idx, on_var, off_var],
                           relay.one_hot(idx, on_var, off_var, depth=depth, axis=axis))
     _check(func, [idx_data, on, off])
-
-
-@FAST
-@given(shapes(min_rank=2, max_rank=3, min_dim=1, max_size=60), dtypes,
-       st.sampled_from(INDEX_DTYPES), seeds, st.booleans(), st.data())
-def test_reverse_sequence(shape, dtype, length_dtype, seed, wild, data):
-    rank = len(shape)
-    seq = data.draw(st.integers(0, rank - 1))
-    batch = data.draw(st.integers(0, rank - 1).filter(lambda b: b != seq))
-    steps = shape[seq]
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(0, steps + 1, size=shape[batch]).astype(length_dtype)
-    if wild:
-        info = np.iinfo(length_dtype)
-        lengths[0] = [int(info.min), int(info.max), -1, steps + 1][int(rng.integers(4))]
-    x_data = _array(seed, shape, dtype)
-    x = relay.var("x", shape=shape, dtype=dtype)
-    n = relay.var("n", shape=(shape[batch],), dtype=length_dtype)
-    func = relay.Function([x, n], relay.reverse_sequence(x, n, seq_axis=seq - rank,
-                                                         batch_axis=batch))
-    expected = None
-    if wild:  # lengths outside [0, steps] are clamped into it
-        clamped = np.clip(lengths.astype(np.int64), 0, steps).astype(length_dtype)
-        expected = reference(func, [x_data, clamped])
-    _check(func, [x_data, lengths], expected)
 
 
 # -- broadcast_to / tile / trilu / pad ----------------------------------------------------------

@@ -59,8 +59,7 @@ def _gather(ctx: NodeContext) -> Value:
 # -- gathers and scatters ------------------------------------------------------------------------
 def _gather_elements(ctx: NodeContext) -> Value:
     """GatherElements becomes gather_elements along ``axis``. Negative indices count from
-    the end; an out-of-range index is an error while compiling when known; one computed at
-    run time is an error in the NumPy kernel and wraps around the axis in compiled loops."""
+    the end; an out-of-range index is an error (while compiling when known, else when run)."""
     shape = ctx.shape(0)
     axis = axis_index(ctx, int(ctx.attr("axis", 0)), len(shape))
     _check_indices(ctx, 1, shape[axis])
@@ -69,9 +68,8 @@ def _gather_elements(ctx: NodeContext) -> Value:
 
 def _gather_nd(ctx: NodeContext) -> Value:
     """GatherND becomes gather_nd (``batch_dims`` from version 12). Negative indices count
-    from the end; an out-of-range index is an error while compiling when known; one computed
-    at run time is an error in the NumPy kernel and wraps around its axis in compiled
-    loops."""
+    from the end; an out-of-range index is an error (while compiling when known, else when
+    run)."""
     shape = ctx.shape(0)
     batch = int(ctx.attr("batch_dims", 0))
     _check_index_tuples(ctx, 1, shape[batch:])

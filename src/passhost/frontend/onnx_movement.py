@@ -541,9 +541,8 @@ def _one_hot(ctx: NodeContext) -> Value:
 
 def _reverse_sequence(ctx: NodeContext) -> Value:
     """ReverseSequence becomes reverse_sequence (``batch_axis`` and ``time_axis`` 0 or 1);
-    a sequence length outside [0, time steps] is an error while compiling when known; one
-    computed at run time is an error in the NumPy kernel and is clamped into that range in
-    compiled loops."""
+    a sequence length outside [0, time steps] is an error (while compiling when known, else
+    when run)."""
     batch, time = int(ctx.attr("batch_axis", 1)), int(ctx.attr("time_axis", 0))
     if {batch, time} != {0, 1}:
         raise ctx.error(f"expected batch_axis and time_axis to be 0 and 1 in some order, found "

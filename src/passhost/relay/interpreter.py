@@ -130,7 +130,12 @@ class Interpreter:
             if isinstance(op, GlobalVar):
                 if self.mod is None:
                     raise PasshostError(f"call of @{op.name_hint} needs a module")
-                return self._call(self.mod[op.name_hint], args)  # type: ignore[arg-type]
+                callee = self.mod[op.name_hint]
+                if not isinstance(callee, Function):
+                    raise PasshostError(f"cannot evaluate a call of {type(callee).__name__} "
+                                        f"@{op.name_hint}: the reference interpreter runs "
+                                        f"graph functions only")
+                return self._call(callee, args)
             result = op.evaluate(node.attrs, *args)
             ty = node.checked_type
             if not _matches(result, ty):

@@ -6,14 +6,12 @@ Index conventions of the reference kernels:
 * ``gather_elements``, ``gather_nd``, ``scatter_elements`` and ``scatter_nd`` read negative
   indices as counting from the end of their axis (``-1`` is the last element). An index
   outside ``[-n, n)`` raises :class:`IndexRangeError` when the kernel runs (these operators
-  are OPAQUE: never fused with others). Compiled as loops (their TE computes), the gathers
-  cannot raise: an index outside ``[-n, n)`` wraps around the axis (it is taken modulo
-  ``n``), so that no index reads outside the data.
+  are OPAQUE: never fused with others). They have no TE compute: a loop nest could not
+  raise that error, so they always run their kernels.
 * ``one_hot`` reads a negative index ``i`` as ``i + depth``; an index outside
   ``[-depth, depth)`` gives a row of ``off_value`` (no error).
 * ``reverse_sequence`` raises :class:`IndexRangeError` for a sequence length outside
-  ``[0, n]`` (n: the length of the sequence axis); its loops clamp the length into that
-  range instead.
+  ``[0, n]`` (n: the length of the sequence axis); it too always runs its kernel.
 * ``cumsum`` and ``cumprod`` compile to loops (a reduction per element) for axes of at
   most :data:`CUMULATIVE_TE_LIMIT` elements; longer ones keep the kernel.
 * Scatters with ``reduction="none"`` and repeated indices keep one of the updates (which one
@@ -38,8 +36,8 @@ from passhost.ir.types import ANY_FLOAT_DTYPES, INT_DTYPES, TensorType, Type
 from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.common import normalize_axis
 from passhost.relay.op.registry import ArgTypes, OpPattern, TECompute, define_op
-from passhost.relay.op.te_movement import clamp, load_index, zeros
-from passhost.tir.expr import Max, PrimExpr, Select, const
+from passhost.relay.op.te_movement import load_index, zeros
+from passhost.tir.expr import PrimExpr, Select, const
 
 __all__ = [
     "IndexRangeError", "broadcast_to", "cumprod", "cumsum", "gather_elements", "gather_nd",
@@ -364,27 +362,12 @@ def _gather_elements(attrs_value: AxisAttrs, data: np.ndarray,
     return data[_element_index("gather_elements", data.shape, indices, axis)]
 
 
-def _gather_elements_te(attrs_value: AxisAttrs, inputs: Sequence[te.Tensor],
-                        out: TensorType) -> te.Tensor:
-    data, indices = inputs
-    if math.prod(out.shape) == 0:
-        return zeros(out.shape, out.dtype, "gather_elements")
-    axis = attrs_value.axis % data.ndim
-    n = data.shape[axis]
-    # Negative indices count from the end; out-of-range ones (an error in the reference)
-    # wrap around the axis the same way, so that no index reads outside the data.
-    return te.compute(out.shape, lambda *i: data[
-        (*i[:axis], load_index(indices, i) % n, *i[axis + 1:])], name="gather_elements")
-
-
 gather_elements = define_op(
     "gather_elements", inputs=("data", "indices"), type_rel=_gather_elements_rel,
     compute=_gather_elements, attrs=AxisAttrs, pattern=OpPattern.OPAQUE,
-    te_compute=_gather_elements_te,
     description="out[i][j][k] = data[indices[i][j][k]][j][k] for axis 0 (and likewise for "
                 "other axes); the output has the shape of indices. Negative indices count "
-                "from the end; out-of-range ones are an error when the kernel runs (and wrap "
-                "around the axis in compiled loops).")
+                "from the end; out-of-range ones are an error when the kernel runs.")
 
 
 # -- gather_nd ----------------------------------------------------------------------------------
@@ -451,31 +434,13 @@ def _gather_nd(attrs_value: GatherNDAttrs, data: np.ndarray, indices: np.ndarray
     return picked.reshape((*indices.shape[:-1], *data.shape[batch + k:]))
 
 
-def _gather_nd_te(attrs_value: GatherNDAttrs, inputs: Sequence[te.Tensor],
-                  out: TensorType) -> te.Tensor:
-    data, indices = inputs
-    if math.prod(out.shape) == 0:
-        return zeros(out.shape, out.dtype, "gather_nd")
-    batch, k = attrs_value.batch_dims, indices.shape[-1]
-    lead = indices.ndim - 1
-
-    def element(*i: PrimExpr) -> PrimExpr:
-        tuple_at = i[:lead]
-        # As gather_elements: negative indices count from the end, others wrap.
-        picked = [load_index(indices, (*tuple_at, const(j, te.INDEX_DTYPE)))
-                  % data.shape[batch + j] for j in range(k)]
-        return data[(*tuple_at[:batch], *picked, *i[lead:])]
-
-    return te.compute(out.shape, element, name="gather_nd")
-
-
 gather_nd = define_op(
     "gather_nd", inputs=("data", "indices"), type_rel=_gather_nd_rel, compute=_gather_nd,
-    attrs=GatherNDAttrs, pattern=OpPattern.OPAQUE, te_compute=_gather_nd_te,
+    attrs=GatherNDAttrs, pattern=OpPattern.OPAQUE,
     description="Gather the slices of data addressed by the index tuples in the last axis of "
                 "indices (after batch_dims shared leading axes), as ONNX GatherND. Negative "
                 "indices count from the end; out-of-range ones are an error when the kernel "
-                "runs (and wrap around their axis in compiled loops).")
+                "runs.")
 
 
 # -- scatter_elements / scatter_nd --------------------------------------------------------------
@@ -686,28 +651,9 @@ def _reverse_sequence(attrs_value: ReverseSequenceAttrs, data: np.ndarray,
     return np.take_along_axis(data, np.broadcast_to(source, data.shape), axis=seq)
 
 
-def _reverse_sequence_te(attrs_value: ReverseSequenceAttrs, inputs: Sequence[te.Tensor],
-                         out: TensorType) -> te.Tensor:
-    data, lengths = inputs
-    if math.prod(out.shape) == 0:
-        return zeros(out.shape, out.dtype, "reverse_sequence")
-    seq, batch = _reverse_axes(None, attrs_value, data.ndim)
-    steps = data.shape[seq]
-
-    def element(*i: PrimExpr) -> PrimExpr:
-        # A length outside [0, steps] (an error in the reference) is clamped into it.
-        length = clamp(load_index(lengths, (i[batch],)), 0, steps)
-        t = i[seq]
-        source = Select(t < length, Max(length - 1 - t, const(0, te.INDEX_DTYPE)), t)
-        return data[(*i[:seq], source, *i[seq + 1:])]
-
-    return te.compute(out.shape, element, name="reverse_sequence")
-
-
 reverse_sequence = define_op(
     "reverse_sequence", inputs=("data", "seq_lengths"), type_rel=_reverse_sequence_rel,
     compute=_reverse_sequence, attrs=ReverseSequenceAttrs, pattern=OpPattern.OPAQUE,
-    te_compute=_reverse_sequence_te,
     description="For each batch entry b, reverse the first seq_lengths[b] elements along "
                 "seq_axis and keep the rest; a length outside [0, n] is an error when the "
-                "kernel runs (and is clamped into [0, n] in compiled loops).")
+                "kernel runs.")
