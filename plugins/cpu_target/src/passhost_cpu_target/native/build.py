@@ -33,8 +33,8 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 
-__all__ = ["FLAG_SETS", "NativeBuildError", "NativeCacheWarning", "cache_dir", "find_compiler",
-           "load_or_build", "safe_directory"]
+__all__ = ["FLAG_SETS", "OMP_WAIT_POLICY", "NativeBuildError", "NativeCacheWarning",
+           "cache_dir", "find_compiler", "load_or_build", "safe_directory"]
 
 #: Compiler flags to try in order: the fastest first; without OpenMP the kernels run on one
 #: thread, without -march=native they use the baseline instruction set.
@@ -208,8 +208,15 @@ def _compile(compiler: str, source: bytes, flags: Sequence[str], target: Path) -
         return str(err)
 
 
+#: The OpenMP wait policy set for the process before the first library loads (unless the
+#: user set one): waiting threads sleep instead of spinning, so that the OpenMP threads of
+#: the kernels and loops never fight BLAS's threads, or another process, for the cores.
+OMP_WAIT_POLICY = "passive"
+
+
 def _load(path: Path, abi_symbol: str, abi: int) -> ctypes.CDLL | None:
     """The library at ``path``, or None when it does not load or has another ABI."""
+    os.environ.setdefault("OMP_WAIT_POLICY", OMP_WAIT_POLICY)  # read when OpenMP starts
     try:
         lib = ctypes.CDLL(str(path))
         version = getattr(lib, abi_symbol)
