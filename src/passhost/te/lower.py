@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from passhost.errors import IRTypeError
+from passhost.ir import traversal
 from passhost.te.tensor import INDEX_DTYPE, Reduce, Tensor, body_exprs, compute
 from passhost.tir.expr import BufferLoad, Call, PrimExpr, Var, const
 from passhost.tir.function import Buffer, PrimFunc, decl_buffer
@@ -54,20 +55,7 @@ INLINE_LIMIT = 256
 
 def stages(outputs: Sequence[Tensor]) -> list[Tensor]:
     """Every tensor ``outputs`` depend on, producers before their consumers."""
-    order: list[Tensor] = []
-    seen: set[int] = set()
-    stack: list[tuple[Tensor, bool]] = [(t, False) for t in reversed(outputs)]
-    while stack:
-        tensor, expanded = stack.pop()
-        if expanded:
-            order.append(tensor)
-            continue
-        if id(tensor) in seen:
-            continue
-        seen.add(id(tensor))
-        stack.append((tensor, True))
-        stack.extend((t, False) for t in reversed(tensor.inputs) if id(t) not in seen)
-    return order
+    return traversal.post_order(outputs, lambda t: t.inputs)
 
 
 def _iterations(tensor: Tensor) -> int:

@@ -156,5 +156,4 @@ class AnnotateLoops:
         if not kinds:
             return func
         body = _Marker(kinds).visit(func.body)
-        return PrimFunc(func.params, func.buffer_map, body, func.ret_type, func.attrs,
-                        span=func.span)
+        return func.with_body(body)

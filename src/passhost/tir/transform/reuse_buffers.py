@@ -108,8 +108,7 @@ def reuse_buffers(func: PrimFunc) -> PrimFunc:
             body = DeclBuffer(stmt.buffer, body)
     for slot in slots:
         body = Allocate(slot.var, slot.dtype, (slot.size,), body)
-    return PrimFunc(func.params, func.buffer_map, body, func.ret_type, func.attrs,
-                    span=func.span)
+    return func.with_body(body)
 
 
 @prim_func_pass(opt_level=2, name="tir.ReuseBuffers")

@@ -156,8 +156,7 @@ def simplify(func: PrimFunc) -> PrimFunc:
         body = new
     if body is func.body:
         return func
-    return PrimFunc(func.params, func.buffer_map, body, func.ret_type, func.attrs,
-                    span=func.span)
+    return func.with_body(body)
 
 
 @prim_func_pass(opt_level=1, name="tir.Simplify")
