@@ -1,0 +1,81 @@
+"""The cpu target compiles loop nests to one C unit, runs consecutive loop steps as one
+native call, and falls back to Python loops (with one warning) when it cannot compile."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import passhost
+from passhost import relay
+from passhost.ir.module import IRModule
+from passhost_cpu_target.compiled_loops import CompiledLoopsWarning
+
+RNG = np.random.default_rng(7)
+
+
+def _two_softmaxes() -> IRModule:
+    """Two softmaxes in a row: FuseOps keeps them apart (each ends in a reduction), so the
+    build has several loop PrimFuncs, called one after the other."""
+    x = relay.var("x", shape=(3, 40), dtype="float32")
+    y = relay.nn.softmax(relay.exp(x), axis=-1)
+    z = relay.nn.softmax(relay.multiply(y, relay.const(3.0)), axis=0)
+    return IRModule.from_expr(relay.Function([x], z))
+
+
+def _expected(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x.astype(np.float64))
+    y = np.exp(e - e.max(-1, keepdims=True))
+    y = y / y.sum(-1, keepdims=True) * 3
+    z = np.exp(y - y.max(0, keepdims=True))
+    return z / z.sum(0, keepdims=True)
+
+
+def test_loop_steps_are_compiled_c_and_run_as_one_native_call():
+    compiled = passhost.build(_two_softmaxes(), "cpu")
+    assert len(compiled.tir["cpu"].functions) >= 2
+    source = compiled.module.get_source("loops.c")
+    assert "passhost_run_steps" in source and "#pragma" not in compiled.get_source()
+    executor = compiled.executor()
+    assert len(executor.plan.steps) >= 2 and len(executor._runs) == 1
+    x = RNG.standard_normal((3, 40)).astype("float32")
+    np.testing.assert_allclose(executor(x)[0], _expected(x), rtol=1e-5)
+
+
+def test_without_a_working_compiler_the_loops_run_as_python_after_one_warning(monkeypatch):
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    with pytest.warns(CompiledLoopsWarning, match="run as Python"):
+        compiled = passhost.build(_two_softmaxes(), "cpu")
+    assert "loops.c" not in compiled.module.files
+    x = RNG.standard_normal((3, 40)).astype("float32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(compiled.executor()(x)[0], _expected(x), rtol=1e-5)
+
+
+def test_with_native_code_off_the_build_lowers_to_kernel_calls(monkeypatch):
+    monkeypatch.setenv("PASSHOST_CPU_NATIVE", "0")
+    compiled = passhost.build(_two_softmaxes(), "cpu")
+    assert "loops.c" not in compiled.module.files
+    text = compiled.ir_text
+    assert "call_kernel" in passhost.text.print_module(compiled.tir["cpu"]) and text
+    x = RNG.standard_normal((3, 40)).astype("float32")
+    np.testing.assert_allclose(compiled.executor()(x)[0], _expected(x), rtol=1e-5)
+
+
+def test_a_failing_assertion_in_compiled_loops_is_a_clear_error():
+    from passhost.target import Target
+    from passhost.tir import AssertStmt, BufferStore, decl_buffer
+    from passhost.tir.expr import StringImm
+    from passhost.tir.function import PrimFunc
+    from passhost_cpu_target.codegen import tir_to_runtime
+
+    x = decl_buffer((2,), "float32", "x")
+    body = AssertStmt(x[0] < 1.0, StringImm("x[0] must be below 1"),
+                      BufferStore(x, x[1], [0]))
+    func = PrimFunc([x.data], {x.data: x}, body, attrs={"global_symbol": "f"})
+    module = tir_to_runtime(Target("cpu"), IRModule({"f": func}))
+    with pytest.raises(passhost.errors.PasshostError, match="x\\[0\\] must be below 1"):
+        module.get_function("f")(np.array([5.0, 1.0], "float32"))
