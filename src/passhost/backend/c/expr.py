@@ -27,6 +27,7 @@ from passhost.backend.c.dtypes import (
 )
 from passhost.backend.c.errors import CCodegenError
 from passhost.backend.c.runtime import Runtime
+from passhost.backend.vector_math import VECTOR_MATH
 from passhost.errors import PasshostError
 from passhost.ir import traversal
 from passhost.ir.types import FLOAT_DTYPES, INT_DTYPES
@@ -451,6 +452,8 @@ class ExprPrinter:
             raise self.ctx.fail(str(err)) from None
         dtype = n.args[0].dtype
         name = intrinsic.c_name(dtype)
+        if dtype in ("float32", "float16") and n.op in VECTOR_MATH:
+            name = VECTOR_MATH[n.op]  # our own, which the compiler vectorises
         if name.startswith("ph_"):
             self.rt.use(name)
         if intrinsic.returns_bool:

@@ -16,6 +16,7 @@ import numpy as np
 
 from passhost.backend.c.dtypes import STORAGE_TYPES, float_literal, int_literal
 from passhost.backend.c.errors import CCodegenError
+from passhost.backend.vector_math import VECTOR_MATH, VECTOR_MATH_SOURCE
 
 __all__ = ["Runtime", "threads_section"]
 
@@ -234,6 +235,10 @@ static inline int32_t ph_failed(const int32_t *status)
 }
 
 
+_FIXED["ph_vector_math"] = (VECTOR_MATH_SOURCE.strip("\n") + "\n", ())
+_FIXED.update({name: ("", ("ph_vector_math",)) for name in VECTOR_MATH.values()})
+
+
 def _generated(name: str) -> str | None:
     """The definition of a per-type helper ``name``, or None when it is not one."""
     conv = _CONVERSION.match(name)
@@ -310,4 +315,4 @@ class Runtime:
 
     def source(self) -> str:
         """The definitions of every helper used, in order."""
-        return "\n".join(self._defs.values())
+        return "\n".join(code for code in self._defs.values() if code)
