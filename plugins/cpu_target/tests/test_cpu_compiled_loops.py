@@ -37,7 +37,7 @@ def test_loop_steps_are_compiled_c_and_run_as_one_native_call():
     compiled = passhost.build(_two_softmaxes(), "cpu")
     assert len(compiled.tir["cpu"].functions) >= 2
     source = compiled.module.get_source("loops.c")
-    assert "passhost_run_steps" in source and "#pragma" not in compiled.get_source()
+    assert "passhost_run_steps" in source and "for (" in source
     executor = compiled.executor()
     assert len(executor.plan.steps) >= 2 and len(executor._runs) == 1
     x = RNG.standard_normal((3, 40)).astype("float32")
@@ -59,8 +59,7 @@ def test_with_native_code_off_the_build_lowers_to_kernel_calls(monkeypatch):
     monkeypatch.setenv("PASSHOST_CPU_NATIVE", "0")
     compiled = passhost.build(_two_softmaxes(), "cpu")
     assert "loops.c" not in compiled.module.files
-    text = compiled.ir_text
-    assert "call_kernel" in passhost.text.print_module(compiled.tir["cpu"]) and text
+    assert "call_kernel" in passhost.text.print_module(compiled.tir["cpu"])
     x = RNG.standard_normal((3, 40)).astype("float32")
     np.testing.assert_allclose(compiled.executor()(x)[0], _expected(x), rtol=1e-5)
 
