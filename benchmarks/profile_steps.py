@@ -1,0 +1,66 @@
+"""Where passhost's time goes on one race model: the executor's steps timed one by one.
+
+Run: python benchmarks/profile_steps.py MODEL [--threads N] [--runs R] [--cache DIR]
+
+Builds MODEL (a name of ``race_models.MODELS``) for ``cpu -num-threads=N`` at opt_level 3,
+runs it twice untimed, then times each bound executor run (a step, or a run of consecutive
+compiled-loop steps bound into one native call, shown as ``run``) over R inferences, alone
+in the process. It prints the total per inference and the time per kind of step (the
+PrimFunc name without its number), largest first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import tempfile
+import time
+from pathlib import Path
+
+import onnx
+from race_models import MODELS, example_inputs, onnx_file
+
+import passhost
+from passhost.frontend import from_onnx
+from passhost.runtime.module import run_scope
+from passhost.transform import PassContext
+
+
+def profile(name: str, threads: int, runs: int, cache: Path) -> dict[str, float]:
+    """Milliseconds per inference by kind of step (and ``"total"``)."""
+    mod, params = from_onnx(onnx.load(onnx_file(name, cache)))
+    with PassContext(opt_level=3):
+        compiled = passhost.build(mod, f"cpu -num-threads={threads}", params=params)
+    executor = compiled.executor()
+    for key, value in example_inputs(name).items():
+        executor.set_input(key, value)
+    executor.run()
+    executor.run()
+    seconds: collections.Counter[str] = collections.Counter()
+    with run_scope(executor.module):
+        for _ in range(runs):
+            for func, args in executor._runs:
+                start = time.perf_counter()
+                func(*args)
+                kind = getattr(func, "__name__", type(func).__name__).rstrip("_0123456789")
+                seconds[kind] += time.perf_counter() - start
+    per_run = {kind: s / runs * 1e3 for kind, s in seconds.most_common()}
+    return {"total": sum(per_run.values()), **per_run}
+
+
+def main() -> None:
+    """Print the profile of one model."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", choices=sorted(MODELS))
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "bench")
+    args = parser.parse_args()
+    result = profile(args.model, args.threads, args.runs, args.cache)
+    print(f"{args.model}, {args.threads} thread(s): {result.pop('total'):.1f} ms per inference")
+    for kind, ms in list(result.items())[:12]:
+        print(f"  {ms:9.2f} ms  {kind}")
+
+
+if __name__ == "__main__":
+    main()
