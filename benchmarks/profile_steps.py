@@ -1,6 +1,6 @@
 """Where passhost's time goes on one race model: the executor's steps timed one by one.
 
-Run: python benchmarks/profile_steps.py MODEL [--threads N] [--runs R] [--cache DIR]
+Run: python benchmarks/profile_steps.py MODEL [--threads N] [--runs R] [--cache DIR] [--unbound]
 
 Builds MODEL (a name of ``race_models.MODELS``) for ``cpu -num-threads=N`` at opt_level 3,
 runs it twice untimed, then times each bound executor run (a step, or a run of consecutive
@@ -16,18 +16,27 @@ import collections
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import onnx
 from race_models import MODELS, example_inputs, onnx_file
 
 import passhost
 from passhost.frontend import from_onnx
-from passhost.runtime.module import run_scope
+from passhost.runtime.module import find_function, run_scope
 from passhost.transform import PassContext
 
 
-def profile(name: str, threads: int, runs: int, cache: Path) -> dict[str, float]:
-    """Milliseconds per inference by kind of step (and ``"total"``)."""
+def _steps(executor: Any) -> list[tuple[Any, tuple[Any, ...]]]:
+    """The executor's steps one by one, none bound into a native run."""
+    return [(find_function(executor.module, step.func),
+             tuple(executor._arrays[a] for a in step.args)) for step in executor.plan.steps]
+
+
+def profile(name: str, threads: int, runs: int, cache: Path,
+            unbound: bool = False) -> dict[str, float]:
+    """Milliseconds per inference by kind of step (and ``"total"``); ``unbound`` times
+    every step alone, compiled-loop steps included."""
     mod, params = from_onnx(onnx.load(onnx_file(name, cache)))
     with PassContext(opt_level=3):
         compiled = passhost.build(mod, f"cpu -num-threads={threads}", params=params)
@@ -39,7 +48,7 @@ def profile(name: str, threads: int, runs: int, cache: Path) -> dict[str, float]
     seconds: collections.Counter[str] = collections.Counter()
     with run_scope(executor.module):
         for _ in range(runs):
-            for func, args in executor._runs:
+            for func, args in (_steps(executor) if unbound else executor._runs):
                 start = time.perf_counter()
                 func(*args)
                 kind = getattr(func, "__name__", type(func).__name__).rstrip("_0123456789")
@@ -55,8 +64,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "bench")
+    parser.add_argument("--unbound", action="store_true",
+                        help="time each step alone, not runs of compiled loops bound together")
     args = parser.parse_args()
-    result = profile(args.model, args.threads, args.runs, args.cache)
+    result = profile(args.model, args.threads, args.runs, args.cache, args.unbound)
     print(f"{args.model}, {args.threads} thread(s): {result.pop('total'):.1f} ms per inference")
     for kind, ms in list(result.items())[:12]:
         print(f"  {ms:9.2f} ms  {kind}")

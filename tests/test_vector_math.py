@@ -17,6 +17,7 @@ import pytest
 
 from passhost.backend.vector_math import VECTOR_MATH, VECTOR_MATH_SOURCE
 from passhost.relay.op.tensor import erf_float64
+from passhost.testing.sanitizers import SANITIZER_FLAGS, build_sanitized
 from passhost_cpu_target.native.build import find_compiler
 
 #: The loops' flags, as the cpu target compiles its generated loops.
@@ -260,17 +261,10 @@ def test_no_undefined_behaviour_under_the_sanitizers(compiler, tmp_path):
     shift out of range, no overflowing conversion or arithmetic)."""
     source = tmp_path / "sanitized.c"
     source.write_text(VECTOR_MATH_SOURCE + SANITIZED_MAIN)
-    program = tmp_path / "sanitized"
-    build = subprocess.run(
-        [compiler, "-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Wconversion",
-         "-Wsign-conversion", "-Wshadow", "-Werror",
-         "-fsanitize=address,undefined,float-cast-overflow", "-fno-sanitize-recover=all",
-         str(source), "-o", str(program), "-lm"], capture_output=True, text=True, check=False)
-    if build.returncode != 0 and re.search(r"cannot find -l(asan|ubsan)|unrecognized .*"
-                                           r"-fsanitize|unsupported option .*-fsanitize",
-                                           build.stderr):
-        pytest.skip(f"the sanitizer runtimes are not installed: {build.stderr.strip()}")
-    assert build.returncode == 0, build.stderr
+    program = build_sanitized(compiler, [
+        "-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Wconversion", "-Wsign-conversion",
+        "-Wshadow", "-Werror", source], tmp_path / "sanitized",
+        (*SANITIZER_FLAGS, "-fsanitize=float-cast-overflow"))
     run = subprocess.run([str(program)], capture_output=True, text=True, check=False,
                          timeout=120)
     assert run.returncode == 0 and "runtime error" not in run.stderr, run.stderr

@@ -37,7 +37,7 @@ def test_loop_steps_are_compiled_c_and_run_as_one_native_call():
     compiled = passhost.build(_two_softmaxes(), "cpu")
     assert len(compiled.tir["cpu"].functions) >= 2
     source = compiled.module.get_source("loops.c")
-    assert "passhost_run_steps" in source and "for (" in source
+    assert "__packed(void *const *args)" in source and "for (" in source
     executor = compiled.executor()
     assert len(executor.plan.steps) >= 2 and len(executor._runs) == 1
     x = RNG.standard_normal((3, 40)).astype("float32")

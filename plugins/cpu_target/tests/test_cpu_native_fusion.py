@@ -104,7 +104,8 @@ def _fused(producer, producer_attrs, inputs, steps, num_threads=0):
 
 
 def _body(source):
-    return source.split("def f(")[1]
+    """The parameters and body of ``def f`` (without its ``f__bind`` companion)."""
+    return source.split("def f(")[1].split("\n\n\ndef ")[0]
 
 
 @pytest.mark.parametrize("threads", [0, 1, 2])

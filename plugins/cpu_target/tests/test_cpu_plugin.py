@@ -27,9 +27,10 @@ def _relu_module() -> IRModule:
     return IRModule({"f": func})
 
 
-def _matmul_module() -> IRModule:
-    a, b = decl_buffer((2, 3), "float32", "a"), decl_buffer((3, 4), "float32", "b")
-    out = decl_buffer((2, 4), "float32", "out")
+def _matmul_module(dtype: str = "float64") -> IRModule:
+    """A matrix product: BLAS's in float64, the native kernel's in float32."""
+    a, b = decl_buffer((2, 3), dtype, "a"), decl_buffer((3, 4), dtype, "b")
+    out = decl_buffer((2, 4), dtype, "out")
     func = PrimFunc([a.data, b.data, out.data], {a.data: a, b.data: b, out.data: out},
                     kernel_call("matmul", None, [out], [a, b]), attrs={"global_symbol": "f"})
     return IRModule({"f": func})
@@ -76,6 +77,11 @@ def test_num_threads_zero_adds_no_scope():
 
 def test_a_module_that_never_calls_blas_adds_no_scope():
     assert compile_funcs({"f": _relu_module()["f"]}, num_threads=1).scope is None
+
+
+def test_float32_products_run_on_the_native_pool_not_blas():
+    module = compile_funcs({"f": _matmul_module("float32")["f"]}, num_threads=1)
+    assert module.scope is None and "native_kernels.matmul" in module.get_source()
 
 
 def test_a_negative_thread_count_is_refused():

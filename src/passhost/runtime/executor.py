@@ -3,9 +3,10 @@
 Storage blocks are allocated once, when the executor is made, each starting on a cache
 line (as do the input buffers); every tensor is a view of its block, an input buffer or a
 parameter array. ``run`` then only calls the step functions in order on arrays it resolved
-up front, so the per-step cost is one Python call. Consecutive steps whose functions are
-compiled into one native library (they carry a ``native_step``) are bound together when the
-executor is made and run as one native call, with no Python between them.
+up front, so the per-step cost is one Python call. Consecutive steps whose functions
+have a native form of one runner (they carry a ``native_step``: a target's compiled loops
+and native kernel calls) are bound together when the executor is made and run as one native
+call, with no Python between them.
 """
 
 from __future__ import annotations
@@ -30,27 +31,32 @@ class ExecutorError(PasshostError):
 Run = tuple[Callable[..., Any], tuple[Any, ...]]
 
 
+def _native(run: Run) -> tuple[NativeStep, Sequence[Any]] | None:
+    """The native step of ``run`` and its bound arguments, or None when it has none."""
+    step = getattr(run[0], "native_step", None)
+    if step is None:
+        return None
+    arguments = step.bound_arguments(run[1])
+    return None if arguments is None else (step, arguments)
+
+
 def _bind_native_runs(steps: list[Run]) -> list[Run]:
     """``steps`` with each run of consecutive native steps of one runner bound into one
     call (a single native step stays a plain call: it costs no more)."""
     out: list[Run] = []
+    natives = [_native(run) for run in steps]
     index = 0
     while index < len(steps):
-        native = getattr(steps[index][0], "native_step", None)
-        group: list[tuple[NativeStep, tuple[np.ndarray, ...]]] = []
-        while native is not None and index < len(steps):
-            step = getattr(steps[index][0], "native_step", None)
-            if step is None or step.runner is not native.runner:
-                break
-            group.append((step, steps[index][1]))
-            index += 1
+        group = [natives[index]] if natives[index] is not None else []
+        while (group and index + len(group) < len(steps)
+               and (following := natives[index + len(group)]) is not None
+               and following[0].runner is group[0][0].runner):
+            group.append(following)
         if len(group) > 1:
-            out.append((native.runner.bind(group), ()))
-        elif group:
-            out.append(steps[index - 1])
+            out.append((group[0][0].runner.bind(group), ()))
         else:
             out.append(steps[index])
-            index += 1
+        index += max(len(group), 1)
     return out
 
 

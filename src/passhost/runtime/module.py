@@ -38,22 +38,40 @@ class Module(Protocol):
 
 
 class NativeRunner(Protocol):
-    """Runs several compiled functions of one native library in one native call."""
+    """Runs several compiled functions in one native call."""
 
     def bind(self, steps: Sequence[tuple[NativeStep, Sequence[Any]]]) -> Callable[[], None]:
-        """A callable running ``steps`` (each a function's native step and the arrays it
-        takes, which stay where they are) in order, raising when one fails."""
+        """A callable running ``steps`` (each a function's native step and its packed
+        function's arguments: arrays, which stay where they are, or None for NULL) in
+        order, raising the failing step's error when one fails."""
 
 
 @frozen
 class NativeStep:
-    """What makes a runtime function part of a native run: the ``runner`` of its library
-    and its ``address`` there; a function carries it as its ``native_step`` attribute.
-    Consecutive steps of one runner run as one native call (see the executor)."""
+    """What makes a runtime function part of a native run: the ``runner`` that calls it
+    and the ``address`` of its packed function (``int32_t f(void *const *args)``); a
+    function carries it as its ``native_step`` attribute. Consecutive steps of one runner
+    run as one native call (see the executor).
+
+    ``arguments(*arrays)`` gives the packed function's arguments for the function's arrays
+    (by default the arrays themselves), or None when they cannot be fixed once (the step
+    is then called as a function); ``failure(status)`` the error for a nonzero status."""
 
     runner: NativeRunner
     address: int
     name: str
+    arguments: Callable[..., Sequence[Any] | None] | None = None
+    failure: Callable[[int], Exception] | None = None
+
+    def bound_arguments(self, arrays: Sequence[Any]) -> Sequence[Any] | None:
+        """The packed function's arguments for ``arrays``, or None (see the class)."""
+        return arrays if self.arguments is None else self.arguments(*arrays)
+
+    def error(self, status: int) -> Exception:
+        """The error of this step returning ``status``."""
+        if self.failure is not None:
+            return self.failure(status)
+        return RuntimeError(f"native step {self.name!r} failed with status {status}")
 
 
 class FunctionModule:

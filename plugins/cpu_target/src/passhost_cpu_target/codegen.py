@@ -9,16 +9,23 @@ arrays of its buffers' shapes and dtypes (and Python numbers for scalar paramete
 module allocates every intermediate and scratch array once, when it is created, and
 reuses them on every call: a module's functions are not reentrant.
 
+A function that is one native kernel call also carries a native step (the kernel's packed
+form and its arguments bound once), so the executor runs stretches of native kernel calls
+and compiled loops as one native call (:mod:`.native.steps`).
+
 The target option ``num-threads`` sets the threads of the native kernels and, around each
 run of a module that may call BLAS, the BLAS thread limit (0: all cores, and no limit).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+from attrs import frozen
+
 from passhost.ir.module import IRModule
-from passhost.runtime.module import FunctionModule
+from passhost.runtime.module import FunctionModule, NativeStep
 from passhost.tir.function import PrimFunc
 from passhost_cpu_target import native
 from passhost_cpu_target.compiled_loops import compile_loops, is_loop_function
@@ -27,11 +34,13 @@ from passhost_cpu_target.errors import CodegenError
 from passhost_cpu_target.module_scope import ModuleScope
 from passhost_cpu_target.naming import Namer
 from passhost_cpu_target.native.build import find_compiler
+from passhost_cpu_target.native.steps import kernel_address, step_runner
+from passhost_cpu_target.native_kernels import NativeKernel, kernel_failure
 from passhost_cpu_target.planning import PlanConfig
 from passhost_cpu_target.threads import run_scope_factory
 
-__all__ = ["SOURCE_NAME", "compiles_loops", "generate_source", "lowers_loops",
-           "tir_to_runtime"]
+__all__ = ["SOURCE_NAME", "GeneratedModule", "compiles_loops", "generate_source",
+           "lowers_loops", "tir_to_runtime"]
 
 #: The file name compiled code reports in tracebacks.
 SOURCE_NAME = "<passhost-cpu>"
@@ -52,22 +61,37 @@ def plan_config(num_threads: int) -> PlanConfig:
     return PlanConfig(num_threads, native.enabled() and native.library() is not None)
 
 
-def generate_source(mod: IRModule, config: PlanConfig | None = None,
-                    ) -> tuple[str, dict[str, Any], dict[str, str], bool]:
-    """The Python source of ``mod``'s PrimFuncs, the namespace to run it in, the Python
-    function name of each name the functions are called by (module key and
-    ``global_symbol``), and whether the code may call BLAS. ``config`` defaults to
+@frozen
+class GeneratedModule:
+    """The Python module of a set of PrimFuncs: its ``source``, the ``namespace`` to run it
+    in, the Python function name of each name the functions are called by (module key and
+    ``global_symbol``), whether the code may call BLAS, and the native kernel each
+    function that is one native kernel call calls (by Python function name)."""
+
+    source: str
+    namespace: dict[str, Any]
+    entries: dict[str, str]
+    uses_blas: bool
+    native_calls: dict[str, NativeKernel]
+
+
+def generate_source(mod: IRModule, config: PlanConfig | None = None) -> GeneratedModule:
+    """The Python module of ``mod``'s PrimFuncs; ``config`` defaults to
     :func:`plan_config` with all cores."""
     config = config or plan_config(0)
     scope = ModuleScope()
     py_names = Namer()
     functions: list[str] = []
     entries: dict[str, str] = {}
+    native_calls: dict[str, NativeKernel] = {}
     for key, func in mod.items():
         if not isinstance(func, PrimFunc):
             continue
         py_name = py_names.fresh(key)
-        functions.append(emit_function(scope, key, py_name, func, config))
+        source, kernel = emit_function(scope, key, py_name, func, config)
+        functions.append(source)
+        if kernel is not None:
+            native_calls[py_name] = kernel
         entries[key] = py_name
         symbol = func.attrs.get("global_symbol")
         if isinstance(symbol, str):
@@ -76,7 +100,23 @@ def generate_source(mod: IRModule, config: PlanConfig | None = None,
     if scope.lines:
         parts.append("\n".join(scope.lines))
     parts.extend(functions)
-    return "\n\n\n".join(parts) + "\n", scope.namespace, entries, scope.uses_blas
+    return GeneratedModule("\n\n\n".join(parts) + "\n", scope.namespace, entries,
+                           scope.uses_blas, native_calls)
+
+
+def _attach_native_steps(generated: GeneratedModule) -> None:
+    """Give each function that is one native kernel call its native step (the kernel's
+    packed form, the arguments its companion binds), so the executor can run it inside a
+    native run."""
+    runner = step_runner() if generated.native_calls else None
+    if runner is None:
+        return
+    namespace = generated.namespace
+    for py_name, kernel in generated.native_calls.items():
+        namespace[py_name].native_step = NativeStep(
+            runner, kernel_address(kernel.symbol), py_name,
+            arguments=namespace[f"{py_name}__bind"],
+            failure=functools.partial(kernel_failure, kernel.symbol))
 
 
 def compiles_loops() -> bool:
@@ -116,10 +156,12 @@ def tir_to_runtime(target: Any, mod: IRModule) -> FunctionModule:
         functions.update({name: by_key[key] for name, key in _symbols(mod, loops).items()})
         files["loops.c"] = c_source
         rest = IRModule({mod.get_global_var(k): f for k, f in mod.items() if k not in loops})
-    source, namespace, entries, uses_blas = generate_source(rest, plan_config(num_threads))
-    exec(compile(source, SOURCE_NAME, "exec"), namespace)
-    for name, py_name in entries.items():
-        functions.setdefault(name, namespace[py_name])
-    files["module.py"] = source
-    return FunctionModule("cpu", functions, source, files,
-                          run_scope_factory(num_threads if uses_blas else 0, set_threads))
+    generated = generate_source(rest, plan_config(num_threads))
+    exec(compile(generated.source, SOURCE_NAME, "exec"), generated.namespace)
+    _attach_native_steps(generated)
+    for name, py_name in generated.entries.items():
+        functions.setdefault(name, generated.namespace[py_name])
+    files["module.py"] = generated.source
+    return FunctionModule("cpu", functions, generated.source, files,
+                          run_scope_factory(num_threads if generated.uses_blas else 0,
+                                            set_threads))

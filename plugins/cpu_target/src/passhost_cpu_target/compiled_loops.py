@@ -2,10 +2,10 @@
 printed by the host's C printer into one translation unit per module, compiled with the
 system C compiler into the safe cache (:mod:`.native.build`) and called through ctypes.
 
-Each function also gets a packed form (``int32_t <symbol>__packed(void *const *args)``) and
-the unit a runner, ``passhost_run_steps``, calling packed functions in order: the executor
-binds consecutive steps of one unit into one native call (:class:`~passhost.runtime.
-NativeStep`), so a model whose steps are all loops runs with one call per inference.
+Each function also gets a packed form (``int32_t <symbol>__packed(void *const *args)``):
+the executor binds consecutive native steps (loops of any unit, native kernel calls) into
+one call of the kernel library's runner (:mod:`.native.steps`), so a model whose steps are
+all native runs with one call per inference.
 
 The unit is compiled with the first flag set of :data:`.native.build.FLAG_SETS` that works
 (``-O3 -march=native -fopenmp`` on a usual machine), plus the flags the unit asks for, and
@@ -16,8 +16,9 @@ loops use ``num_threads`` threads (0: OpenMP's default, all cores).
 from __future__ import annotations
 
 import ctypes
+import functools
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from passhost.tir.visitor import post_order
 from passhost_cpu_target.errors import CodegenError
 from passhost_cpu_target.native.build import FLAG_SETS, NativeBuildError, load_or_build
 from passhost_cpu_target.native.library import address
+from passhost_cpu_target.native.steps import step_runner
 
 __all__ = ["LOOPS_ABI", "CompiledLoopsWarning", "compile_loops", "is_loop_function"]
 
@@ -50,76 +52,25 @@ def is_loop_function(func: PrimFunc) -> bool:
         for n in post_order(func.body))
 
 
-_RUNNER = """
-typedef int32_t (*passhost_packed_fn)(void *const *);
-
-/* Calls fns[0](args[0]), fns[1](args[1]), ... in order; on a failure, stores the index of
- * the failing call in *failed and returns its status. */
-int32_t passhost_run_steps(int64_t n, const passhost_packed_fn *fns, void *const *const *args,
-                           int64_t *failed)
-{
-    for (int64_t i = 0; i < n; ++i) {
-        int32_t status = fns[i](args[i]);
-        if (status != 0) {
-            *failed = i;
-            return status;
-        }
-    }
-    return 0;
-}
-"""
-
-
 def _packed_source(unit: Any) -> str:
-    """The packed form of every function of ``unit``, and the runner."""
+    """The packed form of every function of ``unit``."""
     parts = []
     for cfunc in unit.functions.values():
         args = ", ".join(f"args[{i}]" for i in range(len(cfunc.params)))
         parts.append(f"int32_t {cfunc.symbol}__packed(void *const *args)\n{{\n"
                      f"    return {cfunc.symbol}({args});\n}}\n")
-    return "\n".join(parts) + _RUNNER
+    return "\n".join(parts)
 
 
 def _failure(name: str, status: int, error: Callable[[], bytes | None]) -> CodegenError:
+    """The error of loop function ``name`` returning ``status``."""
     message = error()
     return CodegenError(f"PrimFunc {name!r} failed (status {status}): "
                         f"{message.decode() if message else 'no message'}")
 
 
-class _Runner:
-    """Runs consecutive packed functions of one unit in one native call."""
-
-    def __init__(self, lib: ctypes.CDLL, error: Callable[[], bytes | None]) -> None:
-        self.run_steps = lib.passhost_run_steps
-        self.run_steps.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
-                                   ctypes.POINTER(ctypes.c_int64)]
-        self.run_steps.restype = ctypes.c_int32
-        self.error = error
-
-    def bind(self, steps: Sequence[tuple[NativeStep, Sequence[np.ndarray]]],
-             ) -> Callable[[], None]:
-        """One callable running ``steps`` (their arrays stay where they are)."""
-        n = len(steps)
-        fns = (ctypes.c_void_p * n)(*[step.address for step, _ in steps])
-        arg_arrays = [(ctypes.c_void_p * max(len(arrays), 1))(*[address(a) for a in arrays])
-                      for _, arrays in steps]
-        table = (ctypes.c_void_p * n)(*[ctypes.addressof(a) for a in arg_arrays])
-        failed = ctypes.c_int64(0)
-        names = [step.name for step, _ in steps]
-        run_steps, error = self.run_steps, self.error
-        kept = (fns, arg_arrays, table, [arrays for _, arrays in steps])
-
-        def run() -> None:
-            status = run_steps(n, fns, table, ctypes.byref(failed))
-            if status:
-                raise _failure(names[failed.value], status, error)
-
-        run.kept = kept  # type: ignore[attr-defined]  # the arrays the pointers point at
-        return run
-
-
 def _wrapper(function: Any, error: Callable[[], bytes | None], name: str,
-             native_step: NativeStep) -> Callable[..., None]:
+             native_step: NativeStep | None) -> Callable[..., None]:
     """A Python callable taking the function's arrays (inputs, then outputs)."""
 
     def call(*arrays: np.ndarray) -> None:
@@ -128,7 +79,8 @@ def _wrapper(function: Any, error: Callable[[], bytes | None], name: str,
             raise _failure(name, status, error)
 
     call.__name__ = call.__qualname__ = name
-    call.native_step = native_step  # type: ignore[attr-defined]
+    if native_step is not None:
+        call.native_step = native_step  # type: ignore[attr-defined]
     return call
 
 
@@ -158,15 +110,17 @@ def compile_loops(funcs: Mapping[str, PrimFunc], num_threads: int,
     last_error = getattr(lib, unit.last_error_symbol)
     last_error.restype = ctypes.c_char_p
     last_error.argtypes = []
-    runner = _Runner(lib, last_error)
+    runner = step_runner()
     functions: dict[str, Callable[..., None]] = {}
     for name, cfunc in unit.functions.items():
         function = getattr(lib, cfunc.symbol)
         function.argtypes = cfunc.argtypes
         function.restype = ctypes.c_int32
         packed = ctypes.cast(getattr(lib, f"{cfunc.symbol}__packed"), ctypes.c_void_p).value
-        functions[name] = _wrapper(function, last_error, name,
-                                   NativeStep(runner, int(packed or 0), name))
+        step = None if runner is None else NativeStep(
+            runner, int(packed or 0), name,
+            failure=functools.partial(_failure, name, error=last_error))
+        functions[name] = _wrapper(function, last_error, name, step)
 
     def set_threads() -> None:
         threads.value = num_threads

@@ -22,6 +22,7 @@ from passhost_cpu_target.errors import CodegenError, TIRAssertionError
 from passhost_cpu_target.literals import literal
 from passhost_cpu_target.module_scope import ModuleScope
 from passhost_cpu_target.naming import Namer
+from passhost_cpu_target.native_kernels import NativeKernel, bound_arguments
 from passhost_cpu_target.planning import PlanConfig, plan_call
 from passhost_cpu_target.selection import BLAS_KERNELS, Constant, KernelPlan
 
@@ -64,6 +65,8 @@ class _FunctionEmitter:
         self.arrays: dict[int, _Array] = {}
         self.buffers: dict[int, str] = {}
         self.scalars: dict[int, str] = {}
+        #: The native kernel calls emitted: (kernel, argument source).
+        self.native_calls: list[tuple[NativeKernel, str]] = []
 
     def fail(self, problem: str) -> CodegenError:
         """A CodegenError about this function."""
@@ -89,8 +92,11 @@ class _FunctionEmitter:
                 f"{buf.dtype!r})")
 
     # -- the function -----------------------------------------------------------------------
-    def emit(self, py_name: str) -> str:
-        """The ``def`` of the function, named ``py_name``."""
+    def emit(self, py_name: str) -> tuple[str, NativeKernel | None]:
+        """The ``def`` of the function, named ``py_name``, and the native kernel it is one
+        call of (None when it is not). Such a function also gets a companion,
+        ``<py_name>__bind``, giving the kernel's bound C arguments for the same arrays
+        (:func:`.native_kernels.bound_arguments`)."""
         params = []
         for var in self.func.params:
             buf = self.func.buffer_map.get(var)
@@ -107,7 +113,14 @@ class _FunctionEmitter:
             params.append(local)
         self.stmt(self.func.body)
         body = self.lines or [_INDENT + "pass"]
-        return "\n".join([f"def {py_name}({', '.join(params)}):", *body])
+        source = "\n".join([f"def {py_name}({', '.join(params)}):", *body])
+        if len(self.lines) != 1 or len(self.native_calls) != 1:
+            return source, None
+        kernel, args = self.native_calls[0]
+        bind = self.helper(bound_arguments)
+        companion = (f"def {py_name}__bind({', '.join(params)}):\n"
+                     f"{_INDENT}return {bind}({self.helper(kernel)}, {args})")
+        return f"{source}\n\n\n{companion}", kernel
 
     def line(self, text: str) -> None:
         """Append one line at the current depth."""
@@ -256,6 +269,8 @@ class _FunctionEmitter:
         options = [f"{k}={literal(v)}" for k, v in plan.options.items()]
         args = ", ".join([*outputs, *inputs, *operands, *extras, *options])
         self.line(f"{self.helper(plan.kernel)}({args})")
+        if isinstance(plan.kernel, NativeKernel):
+            self.native_calls.append((plan.kernel, args))
 
     def reference_call(self, kc: KernelCall, outputs: list[str], inputs: list[str]) -> None:
         """Emit ``out[...] = OP.evaluate(ATTRS, inputs)`` (one line per output)."""
@@ -365,8 +380,8 @@ def _tuple_source(items: list[str]) -> str:
 
 
 def emit_function(scope: ModuleScope, name: str, py_name: str, func: PrimFunc,
-                  config: PlanConfig) -> str:
+                  config: PlanConfig) -> tuple[str, NativeKernel | None]:
     """The source of ``def py_name(...)`` computing PrimFunc ``func`` (module key ``name``)
-    with the kernels ``config`` allows; module-level names it needs are added to
-    ``scope``."""
+    with the kernels ``config`` allows, and the native kernel it is one call of, if it is
+    (see ``_FunctionEmitter.emit``); module-level names it needs are added to ``scope``."""
     return _FunctionEmitter(scope, name, func, config).emit(py_name)

@@ -8,11 +8,12 @@ A fused function of the default lowering computes, for example::
 
 :func:`match_epilogue` reads the calls after the producer, in order, while each one works
 in place on the producer's output ``T`` and is one of: an ``add`` (or ``nn.bias_add``) of
-a per-channel bias, an ``add`` of a residual shaped like ``T``, and, last, ``nn.relu`` or
-``clip``. The native kernel then computes ``clamp(acc + bias + residual, lo, hi)``: bias
-before residual whatever their order in the calls, which may round differently, as any
-reordering of a float32 sum (the kernel's own sums are ordered differently from the
-reference kernels' anyway).
+a per-channel bias, a ``multiply`` by a per-channel scale (for kernels that take one, after
+the bias and before the residual), an ``add`` of a residual shaped like ``T``, and, last,
+``nn.relu`` or ``clip``. The native kernel then computes ``clamp((acc + bias) * scale +
+residual, lo, hi)``: bias before residual whatever their order in the calls, which may
+round differently, as any reordering of a float32 sum (the kernel's own sums are ordered
+differently from the reference kernels' anyway).
 """
 
 from __future__ import annotations
@@ -31,14 +32,16 @@ __all__ = ["Epilogue", "match_epilogue"]
 
 @frozen
 class Epilogue:
-    """What a native kernel applies to its output: ``clamp(acc + bias + residual, lo,
-    hi)``; ``calls`` is how many kernel calls after the producer it replaces."""
+    """What a native kernel applies to its output: ``clamp((acc + bias) * scale +
+    residual, lo, hi)``; ``calls`` is how many kernel calls after the producer it
+    replaces."""
 
     bias: Buffer | None = None
     residual: Buffer | None = None
     lo: float = -math.inf
     hi: float = math.inf
     calls: int = 0
+    scale: Buffer | None = None
 
 
 def _same(a: Buffer, b: Buffer) -> bool:
@@ -81,11 +84,13 @@ def _bias_add_operand(call: KernelCall, out: Buffer, axis: int) -> Buffer | None
 
 
 def match_epilogue(out: Buffer, following: Sequence[KernelCall], channel_axis: int,
-                   residual: bool = True) -> Epilogue:
+                   residual: bool = True, scale: bool = False) -> Epilogue:
     """The longest epilogue made of the first calls of ``following`` on the float32
     producer output ``out`` with channels along ``channel_axis`` (``residual=False`` when
-    the kernel takes no residual); an empty Epilogue when the first call does not fit."""
-    bias = res = None
+    the kernel takes no residual, ``scale=True`` when it takes a per-channel scale); an
+    empty Epilogue when the first call does not fit. A scale must come after the bias and
+    before the residual, the order the kernel applies them in."""
+    bias = res = mul = None
     for count, call in enumerate(following):
         if any(b.dtype != "float32" for b in call_buffers(call)):
             break
@@ -95,22 +100,26 @@ def match_epilogue(out: Buffer, following: Sequence[KernelCall], channel_axis: i
                 break
             lo, hi = (0.0, math.inf) if call.name == "nn.relu" else (call.attrs.a_min,
                                                                      call.attrs.a_max)
-            return Epilogue(bias, res, float(lo), float(hi), count + 1)
+            return Epilogue(bias, res, float(lo), float(hi), count + 1, mul)
         if call.name == "nn.bias_add":
             operand = _bias_add_operand(call, out, channel_axis)
             if operand is None or bias is not None:
                 break
             bias = operand
         elif call.name == "add" and (operand := _other_operand(call, out)) is not None:
-            if bias is None and _per_channel(operand, out, channel_axis):
+            if bias is None and mul is None and _per_channel(operand, out, channel_axis):
                 bias = operand
             elif residual and res is None and operand.shape == out.shape:
                 res = operand
             else:
                 break
+        elif (call.name == "multiply" and scale and mul is None and res is None
+              and (operand := _other_operand(call, out)) is not None
+              and _per_channel(operand, out, channel_axis)):
+            mul = operand
         else:
             break
     else:
         count = len(following)
-    return Epilogue(bias, res, calls=count)
+    return Epilogue(bias, res, calls=count, scale=mul)
 

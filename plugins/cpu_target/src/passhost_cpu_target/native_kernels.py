@@ -1,16 +1,24 @@
 """Kernels that run native code (:mod:`.native`): float32 convolution, depthwise
-convolution, max pooling and dense layers, parallel over ``num-threads`` threads.
+convolution, max pooling, dense layers and matrix products, parallel over ``num-threads``
+threads.
 
 They follow the NumPy kernels' convention (outputs, inputs, then extras) and most apply an
 epilogue while they write the output: ``out = clamp(acc + bias + residual, lo, hi)``, with
 ``bias`` (one value per output channel) and ``residual`` (shaped like ``out``) None when
 absent, and ``bounds`` = ``[lo, hi]``. ``geometry`` is the int64 array of static sizes the
 C function reads (see ``native/kernels.c``); planners build it once per call site.
+
+Each kernel is a :class:`NativeKernel`: its ``arguments`` give the C function's arguments
+(arrays, None for NULL) for the kernel's own arguments, so that a step calling it can also
+be bound once into a native run (:mod:`.native.steps`) instead of being called from Python
+every time.
 """
 
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -19,83 +27,189 @@ from passhost_cpu_target.conv import weights_in_layout
 from passhost_cpu_target.native import library
 from passhost_cpu_target.native.library import address
 
-__all__ = ["conv2d_nchw", "dense", "depthwise_conv2d", "max_pool2d_nchw",
-           "prepared_conv2d_weights"]
+__all__ = ["MATMUL_PACKED", "NativeKernel", "bound_arguments", "conv2d_nchw", "dense",
+           "depthwise_conv2d_nchw", "depthwise_conv2d_nhwc", "kernel_failure", "matmul",
+           "max_pool2d_nchw", "prepared_conv2d_weights"]
+
+#: The index of the "b is packed" flag in a matmul geometry (see ``ph_matmul``).
+MATMUL_PACKED = 10
 
 #: (id of a read-only weight array, geometry bytes) -> a weak reference to the array (whose
 #: death removes the entry) and the array's prepared form.
-_prepared: dict[tuple[int, bytes], tuple[weakref.ref, np.ndarray]] = {}
+_prepared: dict[tuple[int, bytes], tuple[weakref.ref, Any]] = {}
+
+#: C arguments: arrays, and None for NULL.
+Arguments = list[np.ndarray | None]
 
 
-def _nullable(array: np.ndarray | None) -> int | None:
-    return None if array is None else address(array)
+def kernel_failure(kernel: str, status: int) -> MemoryError:
+    """The error of a native kernel that returned ``status`` (its work buffers could not be
+    allocated)."""
+    return MemoryError(f"native kernel {kernel}: out of memory for its work buffers "
+                       f"(status {status})")
 
 
-def _check(status: int, kernel: str) -> None:
-    if status != 0:
-        raise MemoryError(f"native kernel {kernel}: out of memory for its work buffers")
+class NativeKernel:
+    """A kernel of the library: its Python ``name``, its C ``symbol`` (without ``ph_``),
+    and ``arguments(*args, bindable=False, **options)`` giving its C arguments for the
+    kernel's arguments. With ``bindable=True`` it returns None when the arguments would
+    change from call to call (a writeable weight that must be prepared again), so the call
+    cannot be bound once."""
+
+    def __init__(self, name: str, symbol: str,
+                 arguments: Callable[..., Arguments | None]) -> None:
+        self.symbol = symbol
+        self.arguments = arguments
+        self.__name__ = self.__qualname__ = name
+        self.__module__ = __name__
+
+    def __call__(self, *args: Any, **options: Any) -> None:
+        """Run the kernel."""
+        values = self.arguments(*args, **options)
+        assert values is not None  # only bindable=True may give None
+        status = getattr(library(), self.symbol)(*[None if v is None else address(v)
+                                                    for v in values])
+        if status:
+            raise kernel_failure(self.symbol, status)
+
+    def __repr__(self) -> str:
+        return f"<native kernel {self.__name__} (ph_{self.symbol})>"
 
 
-def prepared_conv2d_weights(weight: np.ndarray, wbuf: np.ndarray | None,
-                            geometry: np.ndarray, kernel_layout: str) -> np.ndarray:
-    """``weight`` in the convolution kernel's own form (packed panels, or transformed for
-    Winograd). A read-only array (an executor's parameters are) is prepared once per
-    geometry and kept while the array lives; a writeable one may change between calls and
-    is prepared on every call."""
+def _prepared_once(weight: np.ndarray, geometry: np.ndarray,
+                   prepare: Callable[[], Any]) -> Any:
+    """``prepare()``, computed once per read-only ``weight`` (an executor's parameters
+    are) and geometry and kept while the array lives; recomputed on every call for a
+    writeable array, which may change between calls."""
     key = (id(weight), geometry.tobytes())
     entry = _prepared.get(key)
     if entry is not None and entry[0]() is weight:
         return entry[1]
-    lib = library()
-    prepared = aligned_full(lib.conv2d_nchw_prepared(address(geometry)), None, "float32")
-    w = weights_in_layout(weight, wbuf, kernel_layout, "OIHW")
-    _check(lib.conv2d_nchw_prepare(address(w), address(prepared), address(geometry)),
-           "conv2d_nchw_prepare")
+    prepared = prepare()
     if not weight.flags.writeable:
         _prepared[key] = (weakref.ref(weight, lambda _, key=key: _prepared.pop(key, None)),
                           prepared)
     return prepared
 
 
-def conv2d_nchw(out: np.ndarray, data: np.ndarray, weight: np.ndarray,
-                bias: np.ndarray | None, residual: np.ndarray | None, cols: np.ndarray | None,
-                wbuf: np.ndarray | None, geometry: np.ndarray, bounds: np.ndarray, *,
-                kernel_layout: str) -> None:
-    """Grouped NCHW convolution with an epilogue. ``cols`` is None or the packed-column
-    scratch the library asks for; ``wbuf`` is None or a scratch for OIHW weights. The
-    weights are used as :func:`prepared_conv2d_weights` gives them."""
-    prepared = prepared_conv2d_weights(weight, wbuf, geometry, kernel_layout)
-    _check(library().conv2d_nchw(address(data), address(prepared), address(out),
-                                 _nullable(bias), _nullable(residual), _nullable(cols),
-                                 address(geometry), address(bounds)), "conv2d_nchw")
+def prepared_conv2d_weights(weight: np.ndarray, wbuf: np.ndarray | None,
+                            geometry: np.ndarray, kernel_layout: str) -> np.ndarray:
+    """``weight`` in the convolution kernel's own form (packed panels, or transformed for
+    Winograd), prepared once per read-only array (see :func:`_prepared_once`)."""
 
-
-def depthwise_conv2d(out: np.ndarray, data: np.ndarray, weight: np.ndarray,
-                     bias: np.ndarray | None, residual: np.ndarray | None,
-                     wbuf: np.ndarray | None, geometry: np.ndarray, bounds: np.ndarray, *,
-                     data_layout: str, kernel_layout: str) -> None:
-    """Depthwise convolution (NCHW or NHWC) with an epilogue; ``wbuf`` is None or a
-    scratch for the weights as [C][KH][KW] (NCHW) or [KH][KW][C] (NHWC)."""
-    lib = library()
-    if data_layout == "NCHW":
+    def prepare() -> np.ndarray:
+        lib = library()
+        prepared = aligned_full(lib.conv2d_nchw_prepared(address(geometry)), None, "float32")
         w = weights_in_layout(weight, wbuf, kernel_layout, "OIHW")
-        _check(lib.depthwise_nchw(address(data), address(w), address(out), _nullable(bias),
-                                  _nullable(residual), address(geometry), address(bounds)),
-               "depthwise_nchw")
+        status = lib.conv2d_nchw_prepare(address(w), address(prepared), address(geometry))
+        if status:
+            raise kernel_failure("conv2d_nchw_prepare", status)
+        return prepared
+
+    return _prepared_once(weight, geometry, prepare)
+
+
+def _conv2d_nchw(out: np.ndarray, data: np.ndarray, weight: np.ndarray,
+                 bias: np.ndarray | None, residual: np.ndarray | None, cols: np.ndarray | None,
+                 wbuf: np.ndarray | None, geometry: np.ndarray, bounds: np.ndarray, *,
+                 kernel_layout: str, bindable: bool = False) -> Arguments | None:
+    if bindable and weight.flags.writeable:
+        return None
+    prepared = prepared_conv2d_weights(weight, wbuf, geometry, kernel_layout)
+    return [data, prepared, out, bias, residual, cols, geometry, bounds]
+
+
+#: Grouped NCHW convolution with an epilogue. ``cols`` is None or the packed-column scratch
+#: the library asks for; ``wbuf`` is None or a scratch for OIHW weights. The weights are
+#: used as :func:`prepared_conv2d_weights` gives them.
+conv2d_nchw = NativeKernel("conv2d_nchw", "conv2d_nchw", _conv2d_nchw)
+
+
+def _depthwise_weights(weight: np.ndarray, wbuf: np.ndarray | None, kernel_layout: str,
+                       wanted: str, bindable: bool) -> np.ndarray | None:
+    """The weights in the ``wanted`` layout: ``weight`` itself when it already is (no
+    ``wbuf``), a copy made once for a read-only weight when bound, else ``wbuf``."""
+    if wbuf is None:
+        return weight
+    if not bindable:
+        return weights_in_layout(weight, wbuf, kernel_layout, wanted)
+    if weight.flags.writeable:
+        return None
+    key = np.frombuffer(f"{kernel_layout}>{wanted}".encode(), np.uint8)
+    return _prepared_once(weight, key, lambda: weights_in_layout(
+        weight, np.empty_like(wbuf), kernel_layout, wanted))
+
+
+def _depthwise(wanted: str) -> Callable[..., Arguments | None]:
+    """The arguments of depthwise convolution with weights wanted in layout ``wanted``."""
+
+    def arguments(out: np.ndarray, data: np.ndarray, weight: np.ndarray,
+                  bias: np.ndarray | None, residual: np.ndarray | None,
+                  wbuf: np.ndarray | None, geometry: np.ndarray, bounds: np.ndarray, *,
+                  kernel_layout: str, bindable: bool = False) -> Arguments | None:
+        w = _depthwise_weights(weight, wbuf, kernel_layout, wanted, bindable)
+        return None if w is None else [data, w, out, bias, residual, geometry, bounds]
+
+    return arguments
+
+
+#: Depthwise convolution, NCHW, with an epilogue; ``wbuf`` is None or a scratch for the
+#: weights as [C][KH][KW].
+depthwise_conv2d_nchw = NativeKernel("depthwise_conv2d_nchw", "depthwise_nchw",
+                                     _depthwise("OIHW"))
+#: Depthwise convolution, NHWC, with an epilogue; ``wbuf`` is None or a scratch for the
+#: weights as [KH][KW][C].
+depthwise_conv2d_nhwc = NativeKernel("depthwise_conv2d_nhwc", "depthwise_nhwc",
+                                     _depthwise("HWOI"))
+
+
+def _max_pool2d_nchw(out: np.ndarray, data: np.ndarray, geometry: np.ndarray, *,
+                     bindable: bool = False) -> Arguments:
+    return [data, out, geometry]
+
+
+#: NCHW max pooling (padding never wins; NaN propagates).
+max_pool2d_nchw = NativeKernel("max_pool2d_nchw", "max_pool_nchw", _max_pool2d_nchw)
+
+
+def _dense(out: np.ndarray, data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None,
+           geometry: np.ndarray, bounds: np.ndarray, *, bindable: bool = False) -> Arguments:
+    return [data, weight, out, bias, geometry, bounds]
+
+
+#: ``out = clamp(data @ weight.T + bias, lo, hi)`` (weight of shape (units, in)), a
+#: matrix-vector product per row.
+dense = NativeKernel("dense", "dense", _dense)
+
+
+def _packed_matmul_b(b: np.ndarray, geometry: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``b`` in the matmul kernel's panels, and the geometry saying it is packed."""
+    lib = library()
+    packed = aligned_full(lib.matmul_packed(address(geometry)), None, "float32")
+    lib.matmul_pack_b(address(b), address(packed), address(geometry))
+    used = geometry.copy()
+    used[MATMUL_PACKED] = 1
+    used.flags.writeable = False
+    return packed, used
+
+
+def _matmul(out: np.ndarray, a: np.ndarray, b: np.ndarray, bias: np.ndarray | None,
+            scale: np.ndarray | None, residual: np.ndarray | None, geometry: np.ndarray,
+            bounds: np.ndarray, *, bindable: bool = False) -> Arguments:
+    if b.flags.writeable:
+        packed, used = None, geometry
     else:
-        w = weights_in_layout(weight, wbuf, kernel_layout, "HWOI")
-        lib.depthwise_nhwc(address(data), address(w), address(out), _nullable(bias),
-                           _nullable(residual), address(geometry), address(bounds))
+        packed, used = _prepared_once(b, geometry, lambda: _packed_matmul_b(b, geometry))
+    return [a, b, packed, out, bias, scale, residual, used, bounds]
 
 
-def max_pool2d_nchw(out: np.ndarray, data: np.ndarray, geometry: np.ndarray) -> None:
-    """NCHW max pooling (padding never wins; NaN propagates)."""
-    _check(library().max_pool_nchw(address(data), address(out), address(geometry)),
-           "max_pool_nchw")
+#: Batched ``out = clamp((a @ b + bias) * scale + residual, lo, hi)`` with the operands'
+#: layouts (transposes, broadcast batches) in ``geometry``; a read-only ``b`` (a weight) is
+#: packed once, any other by the kernel on every call.
+matmul = NativeKernel("matmul", "matmul", _matmul)
 
 
-def dense(out: np.ndarray, data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None,
-          geometry: np.ndarray, bounds: np.ndarray) -> None:
-    """``out = clamp(data @ weight.T + bias, lo, hi)`` (weight of shape (units, in))."""
-    library().dense(address(data), address(weight), address(out), _nullable(bias),
-                    address(geometry), address(bounds))
+def bound_arguments(kernel: NativeKernel, *args: Any, **options: Any) -> Arguments | None:
+    """The C arguments of one call of ``kernel``, fixed from now on; None when the call
+    cannot be bound once (see :class:`NativeKernel`)."""
+    return kernel.arguments(*args, bindable=True, **options)

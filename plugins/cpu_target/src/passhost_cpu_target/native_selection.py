@@ -1,6 +1,8 @@
 """Choosing a native kernel (:mod:`.native_kernels`) for one decoded kernel call and the
 epilogue calls after it: float32 NCHW convolution, NCHW and NHWC depthwise convolution,
-NCHW max pooling, and dense layers of at most :data:`DENSE_MAX_ROWS` rows.
+NCHW max pooling, dense layers (a matrix-vector kernel up to :data:`DENSE_MAX_ROWS` rows),
+and matrix products (``nn.dense``, ``matmul``, ``nn.batch_matmul``, transposes read in
+place, one per-channel bias and scale and a residual applied as the output is written).
 
 :func:`native_plan` returns None when no native kernel fits; the caller then tries the
 NumPy kernels.
@@ -8,9 +10,11 @@ NumPy kernels.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
+from attrs import frozen
 
 from passhost.backend.kernel_call import KernelCall
 from passhost.tir.function import Buffer
@@ -26,8 +30,8 @@ from passhost_cpu_target.selection import (
 
 __all__ = ["DENSE_MAX_ROWS", "native_plan"]
 
-#: Dense layers with more rows than this go to BLAS (the native kernel is a matrix-vector
-#: product per row).
+#: Dense layers with more rows than this go to the matrix-product kernel (the dense kernel is
+#: a matrix-vector product per row).
 DENSE_MAX_ROWS = 8
 
 
@@ -79,10 +83,11 @@ def _conv2d(call: KernelCall, following: Sequence[KernelCall],
         wanted = "OIHW" if layout == "NCHW" else "HWOI"
         natural = kl.replace("I", "") == wanted.replace("I", "")
         geometry = _constant((*window, n, c, num_threads), "int64")
-        return KernelPlan(native_kernels.depthwise_conv2d,
+        kernel = (native_kernels.depthwise_conv2d_nchw if layout == "NCHW"
+                  else native_kernels.depthwise_conv2d_nhwc)
+        return KernelPlan(kernel,
                           (_weight_scratch(weight, kl, wanted, natural), geometry, bounds),
-                          {"data_layout": layout, "kernel_layout": kl}, operands,
-                          epilogue.calls)
+                          {"kernel_layout": kl}, operands, epilogue.calls)
     if layout != "NCHW":
         return None
     epilogue = match_epilogue(out, following, channel_axis)
@@ -110,12 +115,84 @@ def _max_pool2d(call: KernelCall, following: Sequence[KernelCall],
     return KernelPlan(native_kernels.max_pool2d_nchw, (_constant(geometry, "int64"),))
 
 
+@frozen
+class _Operand:
+    """How a matrix product reads one operand: batch stride (0: broadcast), row and
+    column strides, in elements."""
+
+    batch: int
+    row: int
+    col: int
+
+
+def _matrix(rows: int, cols: int, transposed: bool, batched: bool) -> _Operand:
+    """A C-contiguous operand of ``rows x cols`` matrices, stored transposed or not."""
+    stride = (1, rows) if transposed else (cols, 1)
+    return _Operand(rows * cols if batched else 0, *stride)
+
+
+def _matmul_plan(call: KernelCall, following: Sequence[KernelCall], num_threads: int,
+                 batch: int, m: int, n: int, k: int, a: _Operand, b: _Operand,
+                 ) -> KernelPlan:
+    """The native matrix product of ``call`` with its epilogue."""
+    out = call.outputs[0]
+    epilogue = match_epilogue(out, following, out.ndim - 1, scale=True)
+    geometry = _constant((batch, m, n, k, a.batch, a.row, a.col, b.batch, b.row, b.col, 0,
+                          num_threads), "int64")
+    bounds = _constant((epilogue.lo, epilogue.hi), "float32")
+    return KernelPlan(native_kernels.matmul, (geometry, bounds), {},
+                      (epilogue.bias, epilogue.scale, epilogue.residual), epilogue.calls)
+
+
+def _matmul(call: KernelCall, following: Sequence[KernelCall],
+            num_threads: int) -> KernelPlan | None:
+    """``matmul`` (NumPy's broadcasting of leading dimensions) where one operand's batch is
+    the output's and the other's is the same or broadcast whole."""
+    a, b = call.inputs
+    out = call.outputs[0]
+    if not _float32(call):
+        return None
+    (m, k), n = a.shape[-2:], b.shape[-1]
+    items = math.prod(out.shape[:-2])
+    a_items, b_items = math.prod(a.shape[:-2]), math.prod(b.shape[:-2])
+    if b_items == 1:  # b broadcast: the batch folds into a's rows
+        return _matmul_plan(call, following, num_threads, 1, a_items * m, n, k,
+                            _matrix(m, k, False, False), _matrix(k, n, False, False))
+    if a_items not in (1, items) or b_items != items:
+        return None
+    return _matmul_plan(call, following, num_threads, items, m, n, k,
+                        _matrix(m, k, False, a_items > 1), _matrix(k, n, False, True))
+
+
+def _batch_matmul(call: KernelCall, following: Sequence[KernelCall],
+                  num_threads: int) -> KernelPlan | None:
+    """``nn.batch_matmul`` with its transposes read in place."""
+    x, y = call.inputs
+    out = call.outputs[0]
+    if not _float32(call):
+        return None
+    items, m, n = out.shape
+    ta, tb = call.attrs.transpose_a, call.attrs.transpose_b
+    k = x.shape[1] if ta else x.shape[2]
+    a = _matrix(m, k, ta, x.shape[0] > 1)
+    b = _matrix(k, n, tb, y.shape[0] > 1)
+    if not b.batch and not ta:  # y broadcast: the batch folds into x's rows
+        return _matmul_plan(call, following, num_threads, 1, x.shape[0] * m, n, k,
+                            _matrix(m, k, False, False), b)
+    return _matmul_plan(call, following, num_threads, items, m, n, k, a, b)
+
+
 def _dense(call: KernelCall, following: Sequence[KernelCall],
            num_threads: int) -> KernelPlan | None:
     data, weight = call.inputs
     out = call.outputs[0]
-    if not _float32(call) or data.ndim != 2 or data.shape[0] > DENSE_MAX_ROWS:
+    if not _float32(call):
         return None
+    rows, k = math.prod(data.shape[:-1]), data.shape[-1]
+    if data.ndim != 2 or rows > DENSE_MAX_ROWS:
+        return _matmul_plan(call, following, num_threads, 1, rows, weight.shape[0], k,
+                            _matrix(rows, k, False, False),
+                            _matrix(k, weight.shape[0], True, False))
     epilogue = match_epilogue(out, following, 1, residual=False)
     operands, bounds = _epilogue_parts(epilogue)
     geometry = _constant((data.shape[0], data.shape[1], weight.shape[0], num_threads), "int64")
@@ -123,7 +200,8 @@ def _dense(call: KernelCall, following: Sequence[KernelCall],
                       epilogue.calls)
 
 
-_PLANNERS = {"nn.conv2d": _conv2d, "nn.max_pool2d": _max_pool2d, "nn.dense": _dense}
+_PLANNERS = {"nn.conv2d": _conv2d, "nn.max_pool2d": _max_pool2d, "nn.dense": _dense,
+             "matmul": _matmul, "nn.batch_matmul": _batch_matmul}
 
 
 def native_plan(call: KernelCall, following: Sequence[KernelCall],

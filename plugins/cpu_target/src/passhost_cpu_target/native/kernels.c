@@ -21,7 +21,7 @@
 #endif
 
 /* Bumped whenever a signature changes; the loader refuses a library with another value. */
-int ph_abi_version(void) { return 2; }
+int ph_abi_version(void) { return 3; }
 
 #if defined(__AVX512F__)
 #define VW 16
@@ -1445,4 +1445,223 @@ void ph_dense(const float *x, const float *w, float *y, const float *bias, const
       epilogue(y + r * u + u0, dots, nu, bias ? bias + u0 : NULL, 1, NULL, lo, hi);
     }
   }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Matrix products y[bt][M][N] = a[bt] (M x K) x b[bt] (K x N), batched, with transposes
+ * folded into strides: element (r, k) of a[bt] is a[bt * sa + r * ra + k * ca] and element
+ * (k, n) of b[bt] is b[bt * sb + k * rb + n * cb] (a batch stride of 0 broadcasts). The
+ * epilogue is y = clamp((acc + bias[n]) * scale[n] + res[bt][r][n], lo, hi), each of bias,
+ * scale and res skipped when NULL. Geometry g: {batch, M, N, K, sa, ra, ca, sb, rb, cb,
+ * packed, threads}. b is used in panels of NR columns (ph_matmul_pack_b): when `packed` is
+ * 1, `bp` already holds them (constant weights, packed once); otherwise the threads pack b
+ * on every call into `bp` (ph_matmul_packed floats), or into memory of their own when bp is
+ * NULL. Returns 0, or -1 when memory runs out. Rows of a are packed per
+ * task into MR-row panels, KC columns at a time, as the convolution's weights are.
+ */
+typedef struct {
+  i64 batch, m, n, k, sa, ra, ca, sb, rb, cb, packed;
+  i64 panels, chunks, blocks, spans, bbatch;
+} mm_geom;
+
+static mm_geom mm_geometry(const i64 *g) {
+  mm_geom mg = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10],
+                0, 0, 0, 0, 0};
+  mg.panels = (mg.m + MR - 1) / MR;
+  mg.chunks = (mg.panels + MCP - 1) / MCP;
+  mg.blocks = (mg.n + NR - 1) / NR;
+  mg.spans = (mg.blocks + NB - 1) / NB;
+  mg.bbatch = mg.sb ? mg.batch : 1;
+  return mg;
+}
+
+/* Floats of b in panels: per batch item of b, `blocks` panels of K x NR. */
+i64 ph_matmul_packed(const i64 *g) {
+  const mm_geom mg = mm_geometry(g);
+  return mg.bbatch * mg.blocks * mg.k * NR;
+}
+
+/* Panel blk of b's batch item bt: bp[(bt * blocks + blk) * K * NR + k * NR + j] =
+ * b(k, blk * NR + j), zero past column N. */
+static void mm_pack_panel(float *restrict bp, const float *restrict b, const mm_geom *mg,
+                          i64 bt, i64 blk) {
+  const i64 n0 = blk * NR, width = min64(NR, mg->n - n0);
+  const float *src = b + bt * mg->sb + n0 * mg->cb;
+  float *dst = bp + (bt * mg->blocks + blk) * mg->k * NR;
+  for (i64 kk = 0; kk < mg->k; kk++, dst += NR) {
+    const float *row = src + kk * mg->rb;
+    if (mg->cb == 1) {
+      memcpy(dst, row, (size_t)width * sizeof(float));
+    } else {
+      for (i64 j = 0; j < width; j++) dst[j] = row[j * mg->cb];
+    }
+    for (i64 j = width; j < NR; j++) dst[j] = 0.0f;
+  }
+}
+
+/* Packs all of b into panels (one thread). */
+void ph_matmul_pack_b(const float *b, float *bp, const i64 *g) {
+  const mm_geom mg = mm_geometry(g);
+  for (i64 bt = 0; bt < mg.bbatch; bt++)
+    for (i64 blk = 0; blk < mg.blocks; blk++) mm_pack_panel(bp, b, &mg, bt, blk);
+}
+
+/* ap[(q - q0) * kc * MR + kk * MR + i] = a(q * MR + i, k0 + kk), zero past row M. */
+static void mm_pack_rows(float *restrict ap, const float *restrict a, const mm_geom *mg,
+                         i64 q0, i64 q1, i64 k0, i64 kc) {
+  for (i64 q = q0; q < q1; q++) {
+    float *panel = ap + (q - q0) * kc * MR;
+    for (i64 i = 0; i < MR; i++) {
+      const i64 r = q * MR + i;
+      if (r >= mg->m) {
+        for (i64 kk = 0; kk < kc; kk++) panel[kk * MR + i] = 0.0f;
+        continue;
+      }
+      const float *row = a + r * mg->ra + k0 * mg->ca;
+      for (i64 kk = 0; kk < kc; kk++) panel[kk * MR + i] = row[kk * mg->ca];
+    }
+  }
+}
+
+typedef struct {
+  const float *bias, *scale, *res;
+  float lo, hi;
+} mm_epilogue;
+
+/* The rows x width corner of the raw tile c (row stride NR) through the epilogue into y
+ * (and res) at row stride ldy, for columns starting at n0. */
+static void mm_store(float *restrict y, const float *restrict c, i64 rows, i64 width,
+                     i64 ldy, const float *res, i64 n0, const mm_epilogue *ep) {
+  for (i64 i = 0; i < rows; i++) {
+    const float *ci = c + i * NR;
+    float *yi = y + i * ldy;
+    const float *ri = res ? res + i * ldy : NULL;
+    for (i64 j = 0; j < width; j++) {
+      float v = ci[j];
+      if (ep->bias) v = v + ep->bias[n0 + j];
+      if (ep->scale) v = v * ep->scale[n0 + j];
+      if (ri) v = v + ri[j];
+      v = v < ep->lo ? ep->lo : v;
+      yi[j] = v > ep->hi ? ep->hi : v;
+    }
+  }
+}
+
+/* One task: batch item bt, row panels [q0, q1), column blocks [blk0, blk1). */
+static void mm_task(const mm_geom *mg, const float *a, const float *bp, float *y,
+                    const mm_epilogue *ep, float *ap, float *cbuf, i64 bt, i64 q0, i64 q1,
+                    i64 blk0, i64 blk1) {
+  const float *at = a + bt * mg->sa;
+  const float *bpt = bp + (mg->sb ? bt : 0) * mg->blocks * mg->k * NR;
+  for (i64 k0 = 0; k0 < mg->k; k0 += KC) {
+    const i64 kc = min64(KC, mg->k - k0);
+    mm_pack_rows(ap, at, mg, q0, q1, k0, kc);
+    for (i64 blk = blk0; blk < blk1; blk++) {
+      const float *panel = bpt + (blk * mg->k + k0) * NR;
+      for (i64 q = q0; q < q1; q++)
+        micro_tile(ap + (q - q0) * kc * MR, MR, panel, NR, kc,
+                   cbuf + ((blk - blk0) * MCP + q - q0) * MR * NR, k0 > 0, NULL);
+    }
+  }
+  const i64 base = bt * mg->m * mg->n;
+  for (i64 blk = blk0; blk < blk1; blk++)
+    for (i64 q = q0; q < q1; q++) {
+      const i64 r0 = q * MR, n0 = blk * NR, at_out = base + r0 * mg->n + n0;
+      mm_store(y + at_out, cbuf + ((blk - blk0) * MCP + q - q0) * MR * NR,
+               min64(MR, mg->m - r0), min64(NR, mg->n - n0), mg->n,
+               ep->res ? ep->res + at_out : NULL, n0, ep);
+    }
+}
+
+int ph_matmul(const float *a, const float *b, float *bp, float *y, const float *bias,
+              const float *scale, const float *res, const i64 *g, const float *bounds) {
+  mm_geom mg = mm_geometry(g);
+  const int nt = mg.batch * mg.m * mg.n * mg.k < PARALLEL_MIN_WORK ? 1 : num_threads(g[11]);
+  const mm_epilogue ep = {bias, scale, res, bounds[0], bounds[1]};
+  if (mg.k == 0) {
+    float zero[NR * MR] = {0};
+    for (i64 bt = 0; bt < mg.batch; bt++)
+      for (i64 r = 0; r < mg.m; r++)
+        for (i64 n0 = 0; n0 < mg.n; n0 += NR) {
+          const i64 at = (bt * mg.m + r) * mg.n + n0;
+          mm_store(y + at, zero, 1, min64(NR, mg.n - n0), mg.n, res ? res + at : NULL, n0,
+                   &ep);
+        }
+    return 0;
+  }
+  float *own = NULL;
+  if (!mg.packed && !bp) {
+    bp = own = aligned_floats(ph_matmul_packed(g), 0);
+    if (!own) return -1;
+  }
+  /* Enough tasks for every thread: spans of fewer blocks when the rows are few. */
+  while (mg.batch * mg.chunks * mg.spans < nt && mg.spans < mg.blocks) mg.spans++;
+  const i64 per_item = mg.chunks * mg.spans, tasks = mg.batch * per_item;
+  int failed = 0;
+#pragma omp parallel num_threads(nt)
+  {
+    float *ap = aligned_floats(MCP * MR * KC + NB * MCP * MR * NR, 0);
+    float *cbuf = ap ? ap + MCP * MR * KC : NULL;
+    if (!ap) {
+#pragma omp atomic write
+      failed = 1;
+    }
+    if (!mg.packed) {
+#pragma omp for schedule(static)
+      for (i64 t = 0; t < mg.bbatch * mg.blocks; t++)
+        mm_pack_panel(bp, b, &mg, t / mg.blocks, t % mg.blocks);
+    }
+#pragma omp for schedule(static)
+    for (i64 t = 0; t < tasks; t++) {
+      if (!ap) continue;
+      i64 q0, q1, blk0, blk1;
+      const i64 item = t % per_item;
+      part_range(mg.blocks, mg.spans, item % mg.spans, &blk0, &blk1);
+      part_range(mg.panels, mg.chunks, item / mg.spans, &q0, &q1);
+      mm_task(&mg, a, bp, y, &ep, ap, cbuf, t / per_item, q0, q1, blk0, blk1);
+    }
+    free(ap);
+  }
+  free(own);
+  return failed ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Steps: each kernel in packed form, int32_t f(void *const *args) with its arguments in
+ * order (0, or the kernel's failure status), and a runner calling packed functions of this
+ * library and of generated units in order, so that a model's native steps run in one call.
+ */
+typedef int32_t (*ph_packed_fn)(void *const *);
+
+int32_t ph_conv2d_nchw__packed(void *const *a) {
+  return ph_conv2d_nchw(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+}
+int32_t ph_depthwise_nchw__packed(void *const *a) {
+  return ph_depthwise_nchw(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+}
+int32_t ph_depthwise_nhwc__packed(void *const *a) {
+  ph_depthwise_nhwc(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+  return 0;
+}
+int32_t ph_max_pool_nchw__packed(void *const *a) { return ph_max_pool_nchw(a[0], a[1], a[2]); }
+int32_t ph_dense__packed(void *const *a) {
+  ph_dense(a[0], a[1], a[2], a[3], a[4], a[5]);
+  return 0;
+}
+int32_t ph_matmul__packed(void *const *a) {
+  return ph_matmul(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+}
+
+/* Calls fns[i](args[i]) for i < n in order; on a failure, stores i in *failed and returns
+ * the status. */
+int32_t ph_run_steps(int64_t n, const ph_packed_fn *fns, void *const *const *args,
+                     int64_t *failed) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t status = fns[i](args[i]);
+    if (status != 0) {
+      *failed = i;
+      return status;
+    }
+  }
+  return 0;
 }

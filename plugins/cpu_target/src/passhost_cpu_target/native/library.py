@@ -13,7 +13,7 @@ __all__ = ["ABI_SYMBOL", "ABI_VERSION", "NativeLibrary", "address"]
 
 #: The C function returning the library's ABI version, and the version this module expects.
 ABI_SYMBOL = "ph_abi_version"
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 _P = ctypes.c_void_p
 #: Entry point name -> (argument count, all pointers; return type).
@@ -26,6 +26,9 @@ _SIGNATURES: dict[str, tuple[int, Any]] = {
     "ph_depthwise_nhwc": (7, None),
     "ph_max_pool_nchw": (3, ctypes.c_int),
     "ph_dense": (6, None),
+    "ph_matmul": (9, ctypes.c_int),
+    "ph_matmul_packed": (1, ctypes.c_int64),
+    "ph_matmul_pack_b": (3, None),
 }
 
 #: Bound on the address cache; it is emptied when it grows past this many arrays.

@@ -1,0 +1,139 @@
+"""The native matrix-product kernel agrees with the reference kernels of ``nn.dense``,
+``matmul`` and ``nn.batch_matmul``: every transpose and batch broadcast it reads in place,
+shapes around its tile sizes, read-only (packed once) and writeable second operands, and
+its epilogue (per-channel bias, then scale, a residual, a final clip), at 1, 2 and all
+threads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cpu_helpers import assert_same, run_op
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_cpu_native_fusion import _body, _call, _fused
+
+import passhost
+from passhost.ir.module import IRModule
+from passhost.relay import nn
+from passhost.relay.expr import Function, var
+from passhost.relay.interpreter import evaluate
+from passhost.tir.function import decl_buffer
+from passhost.transform import PassContext
+from passhost_cpu_target import native
+from passhost_cpu_target.epilogue import Epilogue, match_epilogue
+
+SETTINGS = settings(max_examples=30, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+RNG = np.random.default_rng(17)
+THREADS = st.sampled_from([0, 1, 2])
+#: Sizes around the kernel's tiles (8 or 6 rows, 32 or 16 columns, 128-deep slabs).
+SIZES = st.sampled_from([1, 2, 5, 7, 8, 9, 16, 17, 31, 33, 64, 129, 130])
+
+
+def _data(shape):
+    return RNG.uniform(-1, 1, shape).astype("float32")
+
+
+def _frozen(array):
+    array.flags.writeable = False
+    return array
+
+
+@SETTINGS
+@given(rows=SIZES, k=SIZES, units=SIZES, lead=st.sampled_from([(), (3,), (2, 2)]),
+       frozen=st.booleans(), threads=THREADS)
+def test_dense_of_any_rows(rows, k, units, lead, frozen, threads):
+    x, w = _data((*lead, rows + 8, k)), _data((units, k))
+    got, expected, source = run_op("nn.dense", {}, [x, _frozen(w) if frozen else w],
+                                   num_threads=threads)
+    assert "native_kernels.matmul" in source
+    assert_same(got, expected, rtol=1e-4, atol=1e-4)
+
+
+@SETTINGS
+@given(m=SIZES, k=SIZES, n=SIZES, batches=st.sampled_from([((), ()), ((3,), ()), ((), (3,)),
+                                                           ((2, 3), (2, 3)), ((1, 3), (3,)),
+                                                           ((4,), (1,))]),
+       frozen=st.booleans(), threads=THREADS)
+def test_matmul_broadcasting_a_whole_operand(m, k, n, batches, frozen, threads):
+    a, b = _data((*batches[0], m, k)), _data((*batches[1], k, n))
+    got, expected, source = run_op("matmul", {}, [a, _frozen(b) if frozen else b],
+                                   num_threads=threads)
+    assert "native_kernels.matmul" in source
+    assert_same(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_batches_broadcast_dimension_by_dimension_use_numpy():
+    a, b = _data((2, 1, 3, 4)), _data((1, 2, 4, 5))
+    got, expected, source = run_op("matmul", {}, [a, b])
+    assert "native_kernels.matmul" not in source
+    assert_same(got, expected, rtol=1e-4, atol=1e-4)
+
+
+@SETTINGS
+@given(m=SIZES, k=SIZES, n=SIZES, items=st.sampled_from([(1, 1), (3, 3), (3, 1), (1, 3)]),
+       ta=st.booleans(), tb=st.booleans(), threads=THREADS)
+def test_batch_matmul_reads_transposes_in_place(m, k, n, items, ta, tb, threads):
+    x = _data((items[0], k, m) if ta else (items[0], m, k))
+    y = _data((items[1], n, k) if tb else (items[1], k, n))
+    got, expected, source = run_op("nn.batch_matmul", {"transpose_a": ta, "transpose_b": tb},
+                                   [x, y], num_threads=threads)
+    assert "native_kernels.matmul" in source
+    assert_same(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_zero_depth_products_are_the_epilogue_of_zero():
+    got, expected, _ = _fused("matmul", {}, [_data((9, 0)), _data((0, 40))],
+                              [("add", None, _data((40,)), False)])
+    assert_same([got], [expected])
+
+
+@pytest.mark.parametrize("threads", [0, 1, 2])
+def test_bias_scale_residual_and_clip_run_in_the_kernel(threads):
+    steps = [("add", None, _data((48,)), True), ("multiply", None, _data((48,)), False),
+             ("add", None, _data((2, 37, 48)), False),
+             ("clip", {"a_min": -0.5, "a_max": 0.5}, None, False)]
+    got, expected, source = _fused("matmul", {}, [_data((2, 37, 70)), _frozen(_data((70, 48)))],
+                                   steps, threads)
+    body = _body(source)
+    assert body.count("\n    ") == 1 and "_matmul(T, x0, x1, e0, e1, e2," in body
+    assert_same([got], [expected], rtol=1e-5, atol=1e-5)
+
+
+def _dense_model() -> IRModule:
+    x = var("x", shape=(20, 30), dtype="float32")
+    w = var("w", shape=(40, 30), dtype="float32")
+    return IRModule.from_expr(Function([x, w], nn.relu(nn.dense(x, w))))
+
+
+def test_parameters_are_packed_on_the_first_run_and_inputs_on_every_run(monkeypatch):
+    lib, calls = native.library(), []
+    real = lib.matmul_pack_b
+    monkeypatch.setattr(lib, "matmul_pack_b", lambda *args: calls.append(args) or real(*args))
+    x = _data((20, 30))
+    weights = {"w": _data((40, 30))}
+    with PassContext(opt_level=3):
+        bound = passhost.build(_dense_model(), "cpu -num-threads=1", weights).executor()
+        unbound = passhost.build(_dense_model(), "cpu -num-threads=1").executor()
+    for _ in range(2):
+        np.testing.assert_allclose(bound(x)[0], evaluate(_dense_model(), x=x, **weights),
+                                   rtol=1e-5, atol=1e-5)
+    assert len(calls) == 1
+    for _ in range(2):
+        w = _data((40, 30))
+        np.testing.assert_allclose(unbound(x=x, w=w)[0], evaluate(_dense_model(), x=x, w=w),
+                                   rtol=1e-5, atol=1e-5)
+    assert len(calls) == 1  # a writeable operand is packed by the kernel itself
+
+
+def test_a_scale_before_the_bias_or_after_a_residual_ends_the_epilogue():
+    out = decl_buffer((5, 8), "float32", "T")
+    bias, res = decl_buffer((8,), "float32", "b"), decl_buffer((5, 8), "float32", "r")
+    scale = _call("multiply", [out], [out, bias])
+    add = _call("add", [out], [out, bias])
+    residual = _call("add", [out], [res, out])
+    assert match_epilogue(out, [scale, add], 1, scale=True) == Epilogue(calls=1, scale=bias)
+    assert match_epilogue(out, [residual, scale], 1, scale=True) == Epilogue(residual=res,
+                                                                             calls=1)
+    assert match_epilogue(out, [scale], 1) == Epilogue()

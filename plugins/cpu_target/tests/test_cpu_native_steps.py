@@ -1,0 +1,107 @@
+"""Native runs: steps that are one native kernel call (convolution, dense, matrix product,
+pooling) and compiled loop steps are bound together when the executor is made and run as
+one native call, with the same numbers as step by step; a call whose arguments cannot be
+fixed once (a weight given as an input) stays a Python call; a failing step inside a run
+raises its own error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import passhost
+from passhost import relay
+from passhost.ir.module import IRModule
+from passhost.relay import nn
+from passhost.relay.interpreter import evaluate
+from passhost.runtime.module import find_function
+from passhost.target import Target
+from passhost.tir import AssertStmt, BufferStore, decl_buffer
+from passhost.tir.expr import StringImm
+from passhost.tir.function import PrimFunc
+from passhost.transform import PassContext
+from passhost_cpu_target.codegen import tir_to_runtime
+from passhost_cpu_target.native.steps import step_runner
+
+RNG = np.random.default_rng(23)
+
+
+def _data(*shape: int) -> np.ndarray:
+    return RNG.uniform(-1, 1, shape).astype("float32")
+
+
+def _mlp() -> tuple[IRModule, dict[str, np.ndarray]]:
+    """Dense layers (the small-row kernel), a softmax (loops)."""
+    x = relay.var("x", shape=(1, 20), dtype="float32")
+    w1, w2 = relay.var("w1", shape=(32, 20), dtype="float32"), relay.var(
+        "w2", shape=(10, 32), dtype="float32")
+    h = nn.relu(nn.dense(x, w1))
+    body = nn.softmax(nn.dense(h, w2), axis=-1)
+    return (IRModule.from_expr(relay.Function([x, w1, w2], body)),
+            {"w1": _data(32, 20), "w2": _data(10, 32)})
+
+
+def _attention() -> tuple[IRModule, dict[str, np.ndarray]]:
+    """A matrix product with a transposed operand, softmax, a product with a weight, a
+    convolution and a pool: every native kernel beside loops."""
+    x = relay.var("x", shape=(1, 4, 12, 12), dtype="float32")
+    w = relay.var("w", shape=(8, 4, 3, 3), dtype="float32")
+    p = relay.var("p", shape=(36, 36), dtype="float32")
+    c = nn.max_pool2d(nn.relu(nn.conv2d(x, w, padding=(1, 1, 1, 1))), pool_size=(2, 2),
+                      strides=(2, 2))
+    seq = relay.reshape(c, (8, 36))
+    scores = nn.softmax(nn.batch_matmul(relay.expand_dims(seq, 0), relay.expand_dims(seq, 0)),
+                        axis=-1)
+    out = relay.matmul(relay.reshape(scores, (8, 8)), relay.reshape(seq, (8, 36)))
+    body = nn.relu(relay.matmul(out, p))
+    return (IRModule.from_expr(relay.Function([x, w, p], body)),
+            {"w": _data(8, 4, 3, 3), "p": _data(36, 36)})
+
+
+def _step_by_step(executor) -> list[np.ndarray]:
+    """The executor's outputs when every step is called alone, from Python."""
+    for step in executor.plan.steps:
+        find_function(executor.module, step.func)(*[executor._arrays[a] for a in step.args])
+    return [executor.get_output(i).copy() for i in range(executor.num_outputs)]
+
+
+@pytest.mark.parametrize("model", [_mlp, _attention], ids=["mlp", "attention"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_model_of_native_steps_runs_as_one_native_call(model, threads):
+    mod, params = model()
+    with PassContext(opt_level=3):
+        compiled = passhost.build(mod, f"cpu -num-threads={threads}", params=params)
+    executor = compiled.executor()
+    assert len(executor.plan.steps) >= 3 and len(executor._runs) == 1
+    x = _data(*mod["main"].params[0].checked_type.shape)
+    got = executor(x)[0].copy()
+    np.testing.assert_allclose(got, evaluate(mod, x=x, **params), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(_step_by_step(executor)[0], got)
+
+
+def test_a_weight_given_as_an_input_stays_a_python_call_and_is_read_each_run():
+    mod, _ = _attention()
+    with PassContext(opt_level=3):
+        executor = passhost.build(mod, "cpu -num-threads=1").executor()
+    assert len(executor._runs) > 1
+    x = _data(1, 4, 12, 12)
+    for _ in range(2):
+        weights = {"w": _data(8, 4, 3, 3), "p": _data(36, 36)}
+        np.testing.assert_allclose(executor(x=x, **weights)[0],
+                                   evaluate(mod, x=x, **weights), rtol=1e-4, atol=1e-5)
+
+
+def test_a_failing_step_in_a_native_run_raises_its_own_error():
+    x = decl_buffer((2,), "float32", "x")
+    ok = PrimFunc([x.data], {x.data: x}, BufferStore(x, x[0] + 1.0, [1]),
+                  attrs={"global_symbol": "ok"})
+    checked = PrimFunc([x.data], {x.data: x},
+                       AssertStmt(x[0] < 1.0, StringImm("x[0] must be below 1"),
+                                  BufferStore(x, x[1], [0])), attrs={"global_symbol": "f"})
+    module = tir_to_runtime(Target("cpu"), IRModule({"ok": ok, "f": checked}))
+    array = np.array([5.0, 1.0], "float32")
+    steps = [(module.get_function(name).native_step, [array]) for name in ("ok", "f")]
+    run = step_runner().bind(steps)
+    with pytest.raises(passhost.errors.PasshostError, match=r"'f'.*x\[0\] must be below 1"):
+        run()
+    assert array[1] == 6.0  # the step before the failing one ran
