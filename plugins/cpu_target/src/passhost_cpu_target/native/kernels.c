@@ -66,6 +66,21 @@ static float *aligned_floats(i64 n, int zero) {
   return p;
 }
 
+/* A work buffer of at least n floats owned by the calling thread, kept for its next call
+ * (the pool's threads live as long as the process: allocating and releasing 128 KB on every
+ * call went through mmap and munmap, whose TLB shootdowns stalled the other thread); NULL
+ * when memory runs out. */
+static float *thread_scratch(i64 n) {
+  static __thread float *buffer;
+  static __thread i64 size;
+  if (size < n) {
+    free(buffer);
+    buffer = aligned_floats(n, 0);
+    size = buffer ? n : 0;
+  }
+  return buffer;
+}
+
 static i64 min64(i64 a, i64 b) { return a < b ? a : b; }
 static i64 max64(i64 a, i64 b) { return a > b ? a : b; }
 static i64 floor_div(i64 a, i64 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
@@ -255,12 +270,15 @@ static void pack_cols(float *restrict bp, const float *restrict xg, const conv_g
 }
 
 /* Where a micro-tile goes through the epilogue: rows of `y` (stride ldy) starting at output
- * channel m0, with `res` laid out like y (or NULL) and bias[m0 + i] (or no bias). */
+ * channel m0, with `res` laid out like y (or NULL) and bias[m0 + i] (or no bias); matrix
+ * products add a bias per column, cbias[j], then multiply by cscale[j] (each NULL when
+ * absent; both point at the tile's first column). */
 typedef struct {
   float *y;
   const float *res, *bias;
   i64 ldy, m0;
   float lo, hi;
+  const float *cbias, *cscale;
 } tile_out;
 
 static vf vclamp(vf v, vf lo, vf hi) {
@@ -300,6 +318,8 @@ static inline __attribute__((always_inline)) void micro_core(
     const vf bias = (vf){0} + (out->bias ? out->bias[out->m0 + i] : 0.0f);
     for (int v = 0; v < NV; v++) {
       vf r = acc[i][v] + bias;
+      if (out->cbias) r = r + *(const vf *)(out->cbias + v * VW);
+      if (out->cscale) r = r * *(const vf *)(out->cscale + v * VW);
       if (out->res) r = r + *(const vf *)(out->res + i * out->ldy + v * VW);
       *(vf *)(out->y + i * out->ldy + v * VW) = vclamp(r, lo, hi);
     }
@@ -1506,19 +1526,24 @@ void ph_matmul_pack_b(const float *b, float *bp, const i64 *g) {
     for (i64 blk = 0; blk < mg.blocks; blk++) mm_pack_panel(bp, b, &mg, bt, blk);
 }
 
-/* ap[(q - q0) * kc * MR + kk * MR + i] = a(q * MR + i, k0 + kk), zero past row M. */
+/* ap[(q - q0) * K * MR + kk * MR + i] = a(q * MR + i, kk) for every kk < K, zero past
+ * row M: the task's rows packed once for all its column blocks. */
 static void mm_pack_rows(float *restrict ap, const float *restrict a, const mm_geom *mg,
-                         i64 q0, i64 q1, i64 k0, i64 kc) {
+                         i64 q0, i64 q1) {
   for (i64 q = q0; q < q1; q++) {
-    float *panel = ap + (q - q0) * kc * MR;
+    float *panel = ap + (q - q0) * mg->k * MR;
     for (i64 i = 0; i < MR; i++) {
       const i64 r = q * MR + i;
       if (r >= mg->m) {
-        for (i64 kk = 0; kk < kc; kk++) panel[kk * MR + i] = 0.0f;
+        for (i64 kk = 0; kk < mg->k; kk++) panel[kk * MR + i] = 0.0f;
         continue;
       }
-      const float *row = a + r * mg->ra + k0 * mg->ca;
-      for (i64 kk = 0; kk < kc; kk++) panel[kk * MR + i] = row[kk * mg->ca];
+      const float *row = a + r * mg->ra;
+      if (mg->ca == 1) {
+        for (i64 kk = 0; kk < mg->k; kk++) panel[kk * MR + i] = row[kk];
+      } else {
+        for (i64 kk = 0; kk < mg->k; kk++) panel[kk * MR + i] = row[kk * mg->ca];
+      }
     }
   }
 }
@@ -1547,30 +1572,43 @@ static void mm_store(float *restrict y, const float *restrict c, i64 rows, i64 w
   }
 }
 
-/* One task: batch item bt, row panels [q0, q1), column blocks [blk0, blk1). */
+/* One task: batch item bt, row panels [q0, q1), column blocks [blk0, blk1), in groups of
+ * NB blocks. Full tiles go through the epilogue from the registers on the last slab of K;
+ * partial ones are left raw in cbuf and stored by mm_store. */
 static void mm_task(const mm_geom *mg, const float *a, const float *bp, float *y,
                     const mm_epilogue *ep, float *ap, float *cbuf, i64 bt, i64 q0, i64 q1,
                     i64 blk0, i64 blk1) {
-  const float *at = a + bt * mg->sa;
   const float *bpt = bp + (mg->sb ? bt : 0) * mg->blocks * mg->k * NR;
-  for (i64 k0 = 0; k0 < mg->k; k0 += KC) {
-    const i64 kc = min64(KC, mg->k - k0);
-    mm_pack_rows(ap, at, mg, q0, q1, k0, kc);
-    for (i64 blk = blk0; blk < blk1; blk++) {
-      const float *panel = bpt + (blk * mg->k + k0) * NR;
-      for (i64 q = q0; q < q1; q++)
-        micro_tile(ap + (q - q0) * kc * MR, MR, panel, NR, kc,
-                   cbuf + ((blk - blk0) * MCP + q - q0) * MR * NR, k0 > 0, NULL);
+  const i64 base = bt * mg->m * mg->n;
+  mm_pack_rows(ap, a + bt * mg->sa, mg, q0, q1);
+  for (i64 g0 = blk0; g0 < blk1; g0 += NB) {
+    const i64 g1 = min64(blk1, g0 + NB);
+    for (i64 k0 = 0; k0 < mg->k; k0 += KC) {
+      const i64 kc = min64(KC, mg->k - k0);
+      const int last = k0 + kc == mg->k;
+      for (i64 blk = g0; blk < g1; blk++) {
+        const float *panel = bpt + (blk * mg->k + k0) * NR;
+        const i64 n0 = blk * NR;
+        for (i64 q = q0; q < q1; q++) {
+          const i64 r0 = q * MR;
+          tile_out out = {y + base + r0 * mg->n + n0,
+                          ep->res ? ep->res + base + r0 * mg->n + n0 : NULL, NULL, mg->n, 0,
+                          ep->lo, ep->hi, ep->bias ? ep->bias + n0 : NULL,
+                          ep->scale ? ep->scale + n0 : NULL};
+          micro_tile(ap + (q - q0) * mg->k * MR + k0 * MR, min64(MR, mg->m - r0), panel, NR,
+                     kc, cbuf + ((blk - g0) * MCP + q - q0) * MR * NR, k0 > 0,
+                     last && mg->n - n0 >= NR ? &out : NULL);
+        }
+      }
+    }
+    if (g1 * NR <= mg->n) continue;  /* every tile was full */
+    const i64 blk = g1 - 1, n0 = blk * NR;
+    for (i64 q = q0; q < q1; q++) {
+      const i64 r0 = q * MR, at = base + r0 * mg->n + n0;
+      mm_store(y + at, cbuf + ((blk - g0) * MCP + q - q0) * MR * NR, min64(MR, mg->m - r0),
+               mg->n - n0, mg->n, ep->res ? ep->res + at : NULL, n0, ep);
     }
   }
-  const i64 base = bt * mg->m * mg->n;
-  for (i64 blk = blk0; blk < blk1; blk++)
-    for (i64 q = q0; q < q1; q++) {
-      const i64 r0 = q * MR, n0 = blk * NR, at_out = base + r0 * mg->n + n0;
-      mm_store(y + at_out, cbuf + ((blk - blk0) * MCP + q - q0) * MR * NR,
-               min64(MR, mg->m - r0), min64(NR, mg->n - n0), mg->n,
-               ep->res ? ep->res + at_out : NULL, n0, ep);
-    }
 }
 
 int ph_matmul(const float *a, const float *b, float *bp, float *y, const float *bias,
@@ -1594,14 +1632,18 @@ int ph_matmul(const float *a, const float *b, float *bp, float *y, const float *
     bp = own = aligned_floats(ph_matmul_packed(g), 0);
     if (!own) return -1;
   }
-  /* Enough tasks for every thread: spans of fewer blocks when the rows are few. */
-  while (mg.batch * mg.chunks * mg.spans < nt && mg.spans < mg.blocks) mg.spans++;
+  /* Each task packs its rows once, so a span takes all column blocks unless the threads'
+   * shares of the tasks would be unequal: then spans of fewer blocks. */
+  mg.spans = 1;
+  while ((mg.batch * mg.chunks * mg.spans) % nt != 0 && mg.batch * mg.chunks * mg.spans < 8 * nt
+         && mg.spans < mg.blocks)
+    mg.spans++;
   const i64 per_item = mg.chunks * mg.spans, tasks = mg.batch * per_item;
   int failed = 0;
 #pragma omp parallel num_threads(nt)
   {
-    float *ap = aligned_floats(MCP * MR * KC + NB * MCP * MR * NR, 0);
-    float *cbuf = ap ? ap + MCP * MR * KC : NULL;
+    float *ap = thread_scratch(MCP * MR * mg.k + NB * MCP * MR * NR);
+    float *cbuf = ap ? ap + MCP * MR * mg.k : NULL;
     if (!ap) {
 #pragma omp atomic write
       failed = 1;
@@ -1620,7 +1662,6 @@ int ph_matmul(const float *a, const float *b, float *bp, float *y, const float *
       part_range(mg.panels, mg.chunks, item / mg.spans, &q0, &q1);
       mm_task(&mg, a, bp, y, &ep, ap, cbuf, t / per_item, q0, q1, blk0, blk1);
     }
-    free(ap);
   }
   free(own);
   return failed ? -1 : 0;
