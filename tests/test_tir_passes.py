@@ -5,10 +5,11 @@ from __future__ import annotations
 import textwrap
 
 import numpy as np
+import pytest
 
 from passhost import te, text
 from passhost.ir.module import IRModule
-from passhost.tir.transform import AnnotateLoops, ReuseBuffers, Simplify
+from passhost.tir.transform import AnnotateLoops, CollapseLoops, ReuseBuffers, Simplify
 from passhost.tir.transform.annotate_loops import MIN_PARALLEL_WORK
 from passhost.transform.context import PassContext
 from te_harness import run_prim_func
@@ -132,3 +133,96 @@ def test_reuse_buffers_shares_memory_between_stages_that_do_not_overlap():
     v = np.random.default_rng(0).uniform(-1, 1, (2, 8)).astype("float32")
     np.testing.assert_array_equal(run_prim_func(mod["f"], [v])[0], run_prim_func(func, [v])[0])
     assert text.print_module(text.parse_module(printed)) == printed
+
+
+COLLAPSIBLE = """\
+    prim_func @f [global_symbol="f"] (%a_data: handle, %c_data: handle, %b_data: handle) {
+      buffer %a: float32[96, 7, 7] = match(%a_data, data=%a_data);
+      buffer %c: float32[96, 1, 1] = match(%c_data, data=%c_data);
+      buffer %b: float32[96, 7, 7] = match(%b_data, data=%b_data);
+      for %i: int64 in serial(int64(0), int64(96)) {
+        for %j: int64 in serial(int64(0), int64(7)) {
+          for %k: int64 in serial(int64(0), int64(7)) {
+            %b[%i, %j, %k] = %a[%i, %j, %k] * %c[%i, int64(0), int64(0)];
+          }
+        }
+      }
+    }
+    """
+
+
+def test_collapse_loops_merges_short_inner_loops_over_merged_views():
+    assert _run(CollapseLoops, _parse(COLLAPSIBLE)) == _expect("""\
+        prim_func @f [global_symbol="f"] (%a_data: handle, %c_data: handle, %b_data: handle) {
+          buffer %a: float32[96, 7, 7] = match(%a_data, data=%a_data);
+          buffer %c: float32[96, 1, 1] = match(%c_data, data=%c_data);
+          buffer %b: float32[96, 7, 7] = match(%b_data, data=%b_data);
+          buffer %b_1: float32[96, 49] = view(%b_data);
+          buffer %a_1: float32[96, 49] = view(%a_data);
+          for %i: int64 in serial(int64(0), int64(96)) {
+            for %j_k: int64 in serial(int64(0), int64(49)) {
+              %b_1[%i, %j_k] = %a_1[%i, %j_k] * %c[%i, int64(0), int64(0)];
+            }
+          }
+        }
+        """)
+
+
+def test_collapsed_loops_compute_the_same_numbers():
+    rng = np.random.default_rng(3)
+    before = _parse(COLLAPSIBLE)
+    with PassContext(opt_level=3):
+        after = CollapseLoops()(before)
+    inputs = [rng.standard_normal((96, 7, 7)).astype("float32"),
+              rng.standard_normal((96, 1, 1)).astype("float32")]
+    want = inputs[0] * inputs[1]
+    for mod in (before, after):
+        np.testing.assert_array_equal(run_prim_func(mod["f"], inputs)[0], want)
+
+
+@pytest.mark.parametrize("access", [
+    "%a[%k, %j]",                            # transposed
+    "%a[%j, %k] + %c[%k]",                   # broadcast along the inner loop only
+    "%a[%j, %k] * cast(float32, %k)",        # a loop variable used as a value
+], ids=["transposed", "broadcast-inner", "value"])
+def test_collapse_loops_leaves_nests_whose_accesses_do_not_merge(access):
+    before = _parse(f"""\
+        prim_func @f [global_symbol="f"] (%a_data: handle, %c_data: handle, %b_data: handle) {{
+          buffer %a: float32[8, 8] = match(%a_data, data=%a_data);
+          buffer %c: float32[8] = match(%c_data, data=%c_data);
+          buffer %b: float32[4, 8, 8] = match(%b_data, data=%b_data);
+          for %i: int64 in serial(int64(0), int64(4)) {{
+            for %j: int64 in serial(int64(0), int64(8)) {{
+              for %k: int64 in serial(int64(0), int64(8)) {{
+                %b[%i, %j, %k] = {access};
+              }}
+            }}
+          }}
+        }}
+        """)
+    assert _run(CollapseLoops, before) == text.print_module(before)
+
+
+def test_collapse_loops_keeps_long_inner_loops_and_the_outermost_loop():
+    long_inner = _parse("""\
+        prim_func @f [global_symbol="f"] (%a_data: handle) {
+          buffer %a: float32[4, 64] = match(%a_data, data=%a_data);
+          for %i: int64 in serial(int64(0), int64(4)) {
+            for %j: int64 in serial(int64(0), int64(64)) {
+              %a[%i, %j] = 1.0;
+            }
+          }
+        }
+        """)
+    assert _run(CollapseLoops, long_inner) == text.print_module(long_inner)
+    single = _parse("""\
+        prim_func @f [global_symbol="f"] (%a_data: handle) {
+          buffer %a: float32[4, 4] = match(%a_data, data=%a_data);
+          for %i: int64 in serial(int64(0), int64(4)) {
+            for %j: int64 in serial(int64(0), int64(4)) {
+              %a[%i, %j] = 1.0;
+            }
+          }
+        }
+        """)
+    assert _run(CollapseLoops, single) == text.print_module(single)

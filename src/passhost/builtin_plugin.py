@@ -72,6 +72,8 @@ def _tir_passes() -> list[PassSpec]:
                  "fold constants, integer identities, known branches, one-iteration loops"),
         tir_pass("ReuseBuffers", "reuse_buffers", 2,
                  "share memory between allocations whose lifetimes do not overlap"),
+        tir_pass("CollapseLoops", "collapse_loops", 2,
+                 "merge short innermost loops of a nest into one"),
         tir_pass("AnnotateLoops", "annotate_loops", 2,
                  "mark parallel and vectorised loops"),
     ]

@@ -2,12 +2,15 @@
 
 * ``tir.Simplify``: fold constant integer and bool arithmetic, drop single-iteration loops
   and decided branches;
+* ``tir.CollapseLoops``: merge short innermost loops of a nest into one;
 * ``tir.AnnotateLoops``: mark parallel and vectorised loops;
 * ``tir.ReuseBuffers``: let allocations whose lifetimes do not overlap share memory.
 """
 
 from passhost.tir.transform.annotate_loops import AnnotateLoops
+from passhost.tir.transform.collapse_loops import CollapseLoops, collapse_loops
 from passhost.tir.transform.reuse_buffers import ReuseBuffers, reuse_buffers
 from passhost.tir.transform.simplify import Simplify, simplify
 
-__all__ = ["AnnotateLoops", "ReuseBuffers", "Simplify", "reuse_buffers", "simplify"]
+__all__ = ["AnnotateLoops", "CollapseLoops", "ReuseBuffers", "Simplify", "collapse_loops",
+           "reuse_buffers", "simplify"]
