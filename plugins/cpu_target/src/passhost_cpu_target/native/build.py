@@ -24,6 +24,7 @@ import ctypes
 import hashlib
 import os
 import platform
+import shlex
 import shutil
 import stat
 import subprocess
@@ -33,8 +34,9 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 
-__all__ = ["FLAG_SETS", "OMP_WAIT_POLICY", "NativeBuildError", "NativeCacheWarning",
-           "cache_dir", "find_compiler", "load_or_build", "safe_directory"]
+__all__ = ["EXTRA_FLAGS_VAR", "FLAG_SETS", "OMP_WAIT_POLICY", "NativeBuildError",
+           "NativeCacheWarning", "cache_dir", "extra_flags", "find_compiler", "load_or_build",
+           "safe_directory"]
 
 #: Compiler flags to try in order: the fastest first; without OpenMP the kernels run on one
 #: thread, without -march=native they use the baseline instruction set.
@@ -45,6 +47,15 @@ FLAG_SETS: tuple[tuple[str, ...], ...] = (
     ("-O3",),
 )
 _COMMON_FLAGS = ("-std=gnu11", "-shared", "-fPIC")
+#: The environment variable holding flags added to every compilation (shell syntax), e.g.
+#: ``-fsanitize=address,undefined -Wall -Werror`` to build the kernels and the generated
+#: loops with sanitizers (load them in a process with the sanitizer runtime preloaded).
+EXTRA_FLAGS_VAR = "PASSHOST_CPU_CFLAGS"
+
+
+def extra_flags() -> tuple[str, ...]:
+    """The flags of :data:`EXTRA_FLAGS_VAR`, split as a shell would."""
+    return tuple(shlex.split(os.environ.get(EXTRA_FLAGS_VAR, "")))
 _SUFFIX = ".dll" if os.name == "nt" else ".so"
 
 
@@ -233,8 +244,9 @@ def load_or_build(source: Path | str, abi_symbol: str, abi: int, *,
                   flag_sets: Sequence[Sequence[str]] = FLAG_SETS) -> ctypes.CDLL:
     """The compiled C ``source`` (a file, or the text itself with a ``stem`` naming it)
     loaded with ctypes, from the cache or compiled into it with the first of ``flag_sets``
-    that works. ``abi_symbol`` names a C function returning ``abi``; a cached library that
-    fails to load or returns another number is rebuilt."""
+    that works, plus the flags of :data:`EXTRA_FLAGS_VAR`. ``abi_symbol`` names a C
+    function returning ``abi``; a cached library that fails to load or returns another
+    number is rebuilt."""
     if isinstance(source, Path):
         text, stem = source.read_bytes(), stem or source.stem
     else:
@@ -245,7 +257,7 @@ def load_or_build(source: Path | str, abi_symbol: str, abi: int, *,
     directory = safe_directory(directory or cache_dir())
     identity = _compiler_identity(compiler)
     errors = []
-    for flags in flag_sets:
+    for flags in ((*flags, *extra_flags()) for flags in flag_sets):
         path = _library_path(directory, stem, text, identity, flags)
         if path.exists():
             lib = _load(path, abi_symbol, abi) if _intact(path) else None

@@ -1,0 +1,68 @@
+"""The zoo models compiled for the cpu target with the native kernels and the generated
+loops built with warnings as errors and AddressSanitizer and UndefinedBehaviorSanitizer
+(``PASSHOST_CPU_CFLAGS``), run in a process with the sanitizer runtime preloaded, and
+checked against the reference interpreter."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from passhost_cpu_target.native.build import EXTRA_FLAGS_VAR, find_compiler
+
+#: Small zoo models covering dense layers, convolutions (depthwise included), pools,
+#: matrix products and compiled loops (softmax, layer norm, GELU).
+MODELS = ("mlp", "transformer", "mobilenet-v2")
+
+SCRIPT = """
+import sys
+import warnings
+
+import numpy as np
+
+import passhost
+from passhost.relay.interpreter import evaluate
+from passhost.relay.testing.zoo import get_model
+from passhost.transform import PassContext
+
+warnings.simplefilter("error")  # a kernel or loop unit that fails to build is an error
+for name in sys.argv[1:]:
+    mod, params = get_model(name)
+    (x,) = mod["main"].params[: len(mod["main"].params) - len(params)]
+    data = np.random.default_rng(0).uniform(-1, 1, x.checked_type.shape).astype("float32")
+    with PassContext(opt_level=3):
+        compiled = passhost.build(mod, "cpu -num-threads=2", params=params)
+    got = compiled.executor()(data)[0]
+    want = evaluate(mod, **{x.name_hint: data}, **params)
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4, err_msg=name)
+    assert "loops.c" in compiled.module.files, name
+    print(name, "ok")
+"""
+
+
+def test_zoo_models_run_clean_under_the_sanitizers(tmp_path):
+    compiler = find_compiler()
+    if compiler is None:
+        pytest.skip("no C compiler")
+    runtime = subprocess.run([compiler, "-print-file-name=libasan.so"], capture_output=True,
+                             text=True, check=False).stdout.strip()
+    if not os.path.isabs(runtime):
+        pytest.skip(f"the AddressSanitizer runtime is not installed ({compiler})")
+    env = {**os.environ, "PASSHOST_CACHE_DIR": str(tmp_path / "cache"),
+           EXTRA_FLAGS_VAR: "-g -Wall -Werror -fsanitize=address,undefined "
+                            "-fno-sanitize-recover=all -fno-omit-frame-pointer",
+           "LD_PRELOAD": runtime, "ASAN_OPTIONS": "detect_leaks=0",
+           "UBSAN_OPTIONS": "print_stacktrace=1"}
+    result = subprocess.run([sys.executable, "-c", SCRIPT, *MODELS], capture_output=True,
+                            text=True, env=env, check=False, timeout=900)
+    assert result.returncode == 0, result.stderr[-6000:]
+    assert "runtime error" not in result.stderr, result.stderr[-6000:]
+    assert result.stdout.split() == [word for name in MODELS for word in (name, "ok")]
+    libraries = list((tmp_path / "cache").glob("*.so"))
+    assert len(libraries) >= 1 + len(MODELS)  # the kernels and each model's loops
+    for library in libraries:  # every one of them was built with both sanitizers
+        content = library.read_bytes()
+        assert b"__asan_" in content and b"__ubsan_" in content, library.name
