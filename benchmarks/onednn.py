@@ -64,7 +64,7 @@ def _passhost_matmul(threads: int):
 
     def run(a: np.ndarray, b: np.ndarray, y: np.ndarray) -> None:
         (m, k), n = a.shape, b.shape[1]
-        geometry = np.array([1, m, n, k, 0, k, 1, 0, n, 1, 0, threads], np.int64)
+        geometry = np.array([1, m, n, k, 0, k, 1, 0, n, 1, 0, threads, m * n], np.int64)
         native_kernels.matmul(y, a, b, None, None, None, geometry, bounds)
 
     return run

@@ -6,7 +6,8 @@
 #include "kernels.c"
 #include <stdio.h>
 static float frand(unsigned *s) { *s = *s * 1103515245u + 12345u; return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f; }
-static int check(i64 batch, i64 m, i64 n, i64 k, int ta, int tb, int bcast_b, int packed, int threads) {
+static int check(i64 batch, i64 m, i64 n, i64 k, int ta, int tb, int bcast_b, int bcast_res,
+                 int packed, int threads) {
   unsigned seed = (unsigned)(batch * 7 + m * 13 + n * 17 + k * 19 + ta + 2 * tb);
   const i64 ab = batch, bb = bcast_b ? 1 : batch;
   float *a = malloc(sizeof(float) * (size_t)(ab * m * k + 1)), *b = malloc(sizeof(float) * (size_t)(bb * k * n + 1));
@@ -16,7 +17,7 @@ static int check(i64 batch, i64 m, i64 n, i64 k, int ta, int tb, int bcast_b, in
   for (i64 i = 0; i < bb * k * n; i++) b[i] = frand(&seed);
   for (i64 i = 0; i < batch * m * n; i++) res[i] = frand(&seed);
   for (i64 i = 0; i < n; i++) { bias[i] = frand(&seed); scale[i] = frand(&seed); }
-  i64 g[12] = {batch, m, n, k, m * k, ta ? 1 : k, ta ? m : 1, bcast_b ? 0 : k * n, tb ? 1 : n, tb ? k : 1, 0, threads};
+  i64 g[13] = {batch, m, n, k, m * k, ta ? 1 : k, ta ? m : 1, bcast_b ? 0 : k * n, tb ? 1 : n, tb ? k : 1, 0, threads, bcast_res ? 0 : m * n};
   float bounds[2] = {-0.75f, 0.75f};
   float *bp = NULL;
   if (packed) {
@@ -31,7 +32,7 @@ static int check(i64 batch, i64 m, i64 n, i64 k, int ta, int tb, int bcast_b, in
         double acc = 0;
         for (i64 kk = 0; kk < k; kk++)
           acc += (double)a[t * g[4] + r * g[5] + kk * g[6]] * b[t * g[7] + kk * g[8] + c * g[9]];
-        double v = (acc + bias[c]) * scale[c] + res[(t * m + r) * n + c];
+        double v = (acc + bias[c]) * scale[c] + res[(bcast_res ? 0 : t * m * n) + r * n + c];
         v = v < -0.75 ? -0.75 : v > 0.75 ? 0.75 : v;
         if (fabs(v - y[(t * m + r) * n + c]) > 1e-3) bad = 1;
       }
@@ -44,8 +45,10 @@ int main(void) {
   int bad = 0;
   for (int im = 0; im < 6; im++) for (int in = 0; in < 6; in++) for (int ik = 0; ik < 6; ik++)
     for (int flags = 0; flags < 16; flags++)
-      bad |= check(1 + (flags & 1) * 2, sizes[im], sizes[in], sizes[ik], flags >> 1 & 1, flags >> 2 & 1, flags >> 3 & 1, (flags & 1) ^ (flags >> 3 & 1), 1 + (flags & 1));
-  bad |= check(2, 5, 6, 0, 0, 0, 0, 0, 1);
+      bad |= check(1 + (flags & 1) * 2, sizes[im], sizes[in], sizes[ik], flags >> 1 & 1, flags >> 2 & 1,
+                   flags >> 3 & 1, (flags >> 1 & 1) ^ (flags >> 2 & 1), (flags & 1) ^ (flags >> 3 & 1),
+                   1 + (flags & 1));
+  bad |= check(2, 5, 6, 0, 0, 0, 0, 1, 0, 1);
   printf("%s\n", bad ? "FAILED" : "ok");
   return bad;
 }

@@ -137,3 +137,21 @@ def test_a_scale_before_the_bias_or_after_a_residual_ends_the_epilogue():
     assert match_epilogue(out, [residual, scale], 1, scale=True) == Epilogue(residual=res,
                                                                              calls=1)
     assert match_epilogue(out, [scale], 1) == Epilogue()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_residual_broadcast_over_the_batch_is_added_in_the_kernel(threads):
+    # attention scores plus one mask for every head
+    steps = [("add", None, _data((1, 1, 37, 41)), False)]
+    got, expected, source = _fused("matmul", {}, [_data((1, 6, 37, 16)), _data((1, 6, 16, 41))],
+                                   steps, threads)
+    body = _body(source)
+    assert body.count("\n    ") == 1 and "_matmul(T, x0, x1, None, None, e0," in body
+    assert_same([got], [expected], rtol=1e-5, atol=1e-5)
+
+
+def test_a_broadcast_residual_is_not_absorbed_where_the_batch_folds_into_the_rows():
+    steps = [("add", None, _data((1, 5, 8)), False)]
+    got, expected, source = _fused("matmul", {}, [_data((3, 5, 4)), _data((4, 8))], steps)
+    assert _body(source).count("\n    ") == 2
+    assert_same([got], [expected], rtol=1e-5, atol=1e-5)

@@ -83,13 +83,22 @@ def _bias_add_operand(call: KernelCall, out: Buffer, axis: int) -> Buffer | None
     return bias
 
 
+def _batch_broadcast(operand: Buffer, out: Buffer) -> bool:
+    """Whether ``operand`` is shaped like one matrix of the batched ``out`` (its last two
+    dimensions, ones before them), broadcast over the batch."""
+    return (out.ndim >= 3 and operand.ndim >= 2 and operand.shape[-2:] == out.shape[-2:]
+            and all(d == 1 for d in operand.shape[:-2]))
+
+
 def match_epilogue(out: Buffer, following: Sequence[KernelCall], channel_axis: int,
-                   residual: bool = True, scale: bool = False) -> Epilogue:
+                   residual: bool = True, scale: bool = False,
+                   batch_residual: bool = False) -> Epilogue:
     """The longest epilogue made of the first calls of ``following`` on the float32
     producer output ``out`` with channels along ``channel_axis`` (``residual=False`` when
-    the kernel takes no residual, ``scale=True`` when it takes a per-channel scale); an
-    empty Epilogue when the first call does not fit. A scale must come after the bias and
-    before the residual, the order the kernel applies them in."""
+    the kernel takes no residual, ``scale=True`` when it takes a per-channel scale,
+    ``batch_residual=True`` when its residual may be one matrix broadcast over a batch of
+    them); an empty Epilogue when the first call does not fit. A scale must come after the
+    bias and before the residual, the order the kernel applies them in."""
     bias = res = mul = None
     for count, call in enumerate(following):
         if any(b.dtype != "float32" for b in call_buffers(call)):
@@ -109,7 +118,9 @@ def match_epilogue(out: Buffer, following: Sequence[KernelCall], channel_axis: i
         elif call.name == "add" and (operand := _other_operand(call, out)) is not None:
             if bias is None and mul is None and _per_channel(operand, out, channel_axis):
                 bias = operand
-            elif residual and res is None and operand.shape == out.shape:
+            elif residual and res is None and (
+                    operand.shape == out.shape
+                    or (batch_residual and _batch_broadcast(operand, out))):
                 res = operand
             else:
                 break

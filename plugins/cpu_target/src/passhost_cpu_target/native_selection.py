@@ -134,11 +134,15 @@ def _matrix(rows: int, cols: int, transposed: bool, batched: bool) -> _Operand:
 def _matmul_plan(call: KernelCall, following: Sequence[KernelCall], num_threads: int,
                  batch: int, m: int, n: int, k: int, a: _Operand, b: _Operand,
                  ) -> KernelPlan:
-    """The native matrix product of ``call`` with its epilogue."""
+    """The native matrix product of ``call`` with its epilogue (a residual broadcast over
+    the batch only when the batch is not folded into the rows)."""
     out = call.outputs[0]
-    epilogue = match_epilogue(out, following, out.ndim - 1, scale=True)
+    epilogue = match_epilogue(out, following, out.ndim - 1, scale=True,
+                              batch_residual=m == out.shape[-2])
+    residual = epilogue.residual
+    residual_stride = 0 if residual is None or residual.shape != out.shape else m * n
     geometry = _constant((batch, m, n, k, a.batch, a.row, a.col, b.batch, b.row, b.col, 0,
-                          num_threads), "int64")
+                          num_threads, residual_stride), "int64")
     bounds = _constant((epilogue.lo, epilogue.hi), "float32")
     return KernelPlan(native_kernels.matmul, (geometry, bounds), {},
                       (epilogue.bias, epilogue.scale, epilogue.residual), epilogue.calls)

@@ -1471,21 +1471,22 @@ void ph_dense(const float *x, const float *w, float *y, const float *bias, const
  * Matrix products y[bt][M][N] = a[bt] (M x K) x b[bt] (K x N), batched, with transposes
  * folded into strides: element (r, k) of a[bt] is a[bt * sa + r * ra + k * ca] and element
  * (k, n) of b[bt] is b[bt * sb + k * rb + n * cb] (a batch stride of 0 broadcasts). The
- * epilogue is y = clamp((acc + bias[n]) * scale[n] + res[bt][r][n], lo, hi), each of bias,
- * scale and res skipped when NULL. Geometry g: {batch, M, N, K, sa, ra, ca, sb, rb, cb,
- * packed, threads}. b is used in panels of NR columns (ph_matmul_pack_b): when `packed` is
- * 1, `bp` already holds them (constant weights, packed once); otherwise the threads pack b
- * on every call into `bp` (ph_matmul_packed floats), or into memory of their own when bp is
- * NULL. Returns 0, or -1 when memory runs out. Rows of a are packed per
- * task into MR-row panels, KC columns at a time, as the convolution's weights are.
+ * epilogue is y = clamp((acc + bias[n]) * scale[n] + res[bt * sr + r * N + n], lo, hi), each
+ * of bias, scale and res skipped when NULL (sr = 0 broadcasts the residual over the batch).
+ * Geometry g: {batch, M, N, K, sa, ra, ca, sb, rb, cb, packed, threads, sr}. b is used in
+ * panels of NR columns (ph_matmul_pack_b): when `packed` is 1, `bp` already holds them
+ * (constant weights, packed once); otherwise the threads pack b on every call into `bp`
+ * (ph_matmul_packed floats), or into memory of their own when bp is NULL. Each task packs
+ * its rows of a into MR-row panels once (mm_pack_rows). Returns 0, or -1 when memory runs
+ * out.
  */
 typedef struct {
-  i64 batch, m, n, k, sa, ra, ca, sb, rb, cb, packed;
+  i64 batch, m, n, k, sa, ra, ca, sb, rb, cb, packed, sr;
   i64 panels, chunks, blocks, spans, bbatch;
 } mm_geom;
 
 static mm_geom mm_geometry(const i64 *g) {
-  mm_geom mg = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10],
+  mm_geom mg = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[12],
                 0, 0, 0, 0, 0};
   mg.panels = (mg.m + MR - 1) / MR;
   mg.chunks = (mg.panels + MCP - 1) / MCP;
@@ -1592,7 +1593,7 @@ static void mm_task(const mm_geom *mg, const float *a, const float *bp, float *y
         for (i64 q = q0; q < q1; q++) {
           const i64 r0 = q * MR;
           tile_out out = {y + base + r0 * mg->n + n0,
-                          ep->res ? ep->res + base + r0 * mg->n + n0 : NULL, NULL, mg->n, 0,
+                          ep->res ? ep->res + bt * mg->sr + r0 * mg->n + n0 : NULL, NULL, mg->n, 0,
                           ep->lo, ep->hi, ep->bias ? ep->bias + n0 : NULL,
                           ep->scale ? ep->scale + n0 : NULL};
           micro_tile(ap + (q - q0) * mg->k * MR + k0 * MR, min64(MR, mg->m - r0), panel, NR,
@@ -1606,7 +1607,8 @@ static void mm_task(const mm_geom *mg, const float *a, const float *bp, float *y
     for (i64 q = q0; q < q1; q++) {
       const i64 r0 = q * MR, at = base + r0 * mg->n + n0;
       mm_store(y + at, cbuf + ((blk - g0) * MCP + q - q0) * MR * NR, min64(MR, mg->m - r0),
-               mg->n - n0, mg->n, ep->res ? ep->res + at : NULL, n0, ep);
+               mg->n - n0, mg->n, ep->res ? ep->res + bt * mg->sr + r0 * mg->n + n0 : NULL, n0,
+               ep);
     }
   }
 }
@@ -1622,8 +1624,8 @@ int ph_matmul(const float *a, const float *b, float *bp, float *y, const float *
       for (i64 r = 0; r < mg.m; r++)
         for (i64 n0 = 0; n0 < mg.n; n0 += NR) {
           const i64 at = (bt * mg.m + r) * mg.n + n0;
-          mm_store(y + at, zero, 1, min64(NR, mg.n - n0), mg.n, res ? res + at : NULL, n0,
-                   &ep);
+          mm_store(y + at, zero, 1, min64(NR, mg.n - n0), mg.n,
+                   res ? res + bt * mg.sr + r * mg.n + n0 : NULL, n0, &ep);
         }
     return 0;
   }
