@@ -168,7 +168,8 @@ class CmsisNNCalls(ExternPrinter):
     only read, and it is written as struct initialisers, the call and its status."""
 
     def read_only(self, call: Call) -> Collection[int]:
-        """Every pointer argument but the output and the context."""
+        """Every single argument but the output and the context (of which only the
+        pointers matter: the inputs, weights, bias, multipliers and shifts)."""
         out, pos = [], 0
         for name, width in layout_of(call.args[0].value):
             if width == 1 and name not in _WRITTEN:
