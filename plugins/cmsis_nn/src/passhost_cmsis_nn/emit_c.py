@@ -1,4 +1,5 @@
-"""C source of the ``cmsis-nn`` PrimFuncs, against the CMSIS-NN v4.x API.
+"""C source of the ``cmsis-nn`` PrimFuncs, against the CMSIS-NN v4.x API, printed by the
+host's C printer (:mod:`passhost.backend.c`).
 
 For each PrimFunc ``@name`` the source defines an entry function::
 
@@ -6,45 +7,43 @@ For each PrimFunc ``@name`` the source defines an entry function::
 
 taking the PrimFunc's buffers in parameter order (inputs, then the output; int16 for the
 int16 functions) and returning the ``arm_cmsis_nn_status`` of its CMSIS-NN call (0 on
-success; ``arm_softmax_s8`` returns nothing, so its entry always returns 0). Constant
-buffers are ``static const`` arrays named ``<name>_<buffer>``; every context (scratch)
-buffer is one ``static`` array shared by all entry functions, sized for the largest and
-8-byte aligned: the functions are not reentrant. The conv, depthwise, fully
-connected and pooling calls are written as struct initialisers and a call, the others as
-plain calls; the status goes through ``switch (status)`` whose ``default:`` returns it.
+success; ``arm_softmax_s8`` returns nothing, so its entry always returns 0). The printer
+makes the unit freestanding (no threads, no heap), prints constant buffers as ``static
+const`` arrays named ``<name>_<buffer>`` and points every context (``allocate`` in
+``"global.workspace"``) into one ``static`` array ``cmsis_nn_scratch`` shared by all entry
+functions, sized for the largest and 8-byte aligned: the functions are not reentrant. This
+module supplies what is CMSIS-NN's own (:class:`CmsisNNCalls`): which inputs each call only
+reads, the struct initialisers of the conv, depthwise, fully connected and pooling calls,
+the call and its status; and the header.
 
-With ``debug_last_error`` the source also defines ``const char *<prefix>_last_error(void)``
-(``"<entry>: <CMSIS-NN function>"`` of the last failing call, or NULL) and ``int32_t
-<prefix>_last_error_status(void)``; without it failures are only returned.
+With ``debug_last_error`` the source also defines ``const char *cmsis_nn_last_error(void)``
+(``"<entry>: <CMSIS-NN function>"`` of the last failing call, or NULL: the printer's own
+last-error message); without it failures are only returned.
 
-The source is C99 using only ``<stdint.h>``, ``<stddef.h>`` (through ``arm_nn_types.h``) and
-``arm_nnfunctions.h``: it compiles for a host or bare-metal (``arm-none-eabi-gcc``) alike.
+The source is C99 using only ``<stdint.h>``, ``<stddef.h>`` and ``arm_nnfunctions.h``: it
+compiles for a host or bare-metal (``arm-none-eabi-gcc``) alike.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Collection, Iterable
 
-import numpy as np
-
+from passhost.backend.c import CCodegenError, ExternArgs, ExternCall, ExternPrinter, print_unit
+from passhost.backend.c.dtypes import storage_type
 from passhost.ir.module import IRModule
-from passhost.tir import Buffer
-from passhost_cmsis_nn.calls import LoweredCall, is_null, read_prim_func
+from passhost.tir import Call
+from passhost_cmsis_nn.calls import is_null, layout_of, read_call, read_prim_func
+from passhost_cmsis_nn.lowering import CONTEXT_SCOPE
 
-__all__ = ["CSource", "PREFIX", "emit_c", "entry_order", "entry_signature"]
+__all__ = ["CSource", "CmsisNNCalls", "PREFIX", "emit_c", "entry_order"]
 
-#: The prefix of the module-wide symbols (the scratch buffer, the last-error functions).
+#: The prefix of the module-wide symbols (the scratch buffer, the last-error function).
 PREFIX = "cmsis_nn"
 #: The names of the generated files in an artifact (``modules/cmsis-nn/<name>``).
 SOURCE_NAME, HEADER_NAME = "cmsis_nn_model.c", "cmsis_nn_model.h"
 
-_CTYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t"}
-_SCRATCH = f"{PREFIX}_scratch"
 _VOID = ("arm_softmax_s8",)  # CMSIS-NN functions that return no status
-_LINE = 16  # array elements per line
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_WRITTEN = ("output", "context")  # the pointer arguments a call writes
 
 
 class CSource:
@@ -65,207 +64,165 @@ def entry_order(names: Iterable[str]) -> list[str]:
     return sorted(names, key=lambda n: (len(n), n))
 
 
-def _identifier(name: str, what: str) -> str:
-    if not _IDENTIFIER.match(name):
-        raise ValueError(f"cmsis-nn: {what} {name!r} is not a C identifier")
-    return name
+class _Call:
+    """One CMSIS-NN call being printed: its arguments by name (as the C printer wrote them)
+    and the locals it declares (named by the printer, so they clash with no other name of
+    the function)."""
 
+    def __init__(self, call: Call, args: ExternArgs) -> None:
+        self.api, self.values = read_call(call)
+        self.args = args
+        self.position: dict[str, int] = {}
+        pos = 0
+        for name, width in layout_of(self.api):
+            self.position[name] = pos
+            pos += width
+        self.lines: list[str] = []
 
-def _ctype(buf: Buffer) -> str:
-    if buf.dtype not in _CTYPES:
-        raise ValueError(f"cmsis-nn: buffer {buf.name} is {buf.dtype}; the C source takes "
-                         f"{', '.join(_CTYPES)}")
-    return _CTYPES[buf.dtype]
+    def text(self, arg: str, part: int = 0) -> str:
+        """The C of argument ``arg`` (of part ``part`` of a tile or dims)."""
+        return self.args.texts[self.position[arg] + part]
 
-
-def _int(value: int) -> str:
-    """A C literal of an int32 value (INT32_MIN cannot be written as one literal)."""
-    return "(-2147483647 - 1)" if value == -(1 << 31) else str(int(value))
-
-
-def entry_signature(name: str, params: Sequence[Buffer]) -> str:
-    """``int32_t name(const int8_t *in0, ..., int8_t *out)``: inputs const, output last."""
-    names = [_identifier(b.name, f"a parameter buffer of @{name}") for b in params]
-    args = [f"const {_ctype(b)} *{n}" for b, n in zip(params[:-1], names)]
-    args.append(f"{_ctype(params[-1])} *{names[-1]}")
-    return f"int32_t {_identifier(name, 'the PrimFunc name')}({', '.join(args)})"
-
-
-def _array(symbol: str, buf: Buffer, data: np.ndarray) -> str:
-    values = [_int(v) for v in np.asarray(data).reshape(-1).tolist()]
-    lines = [", ".join(values[i:i + _LINE]) for i in range(0, len(values), _LINE)]
-    body = ",\n    ".join(lines)
-    return f"static const {_ctype(buf)} {symbol}[{len(values)}] = {{\n    {body}\n}};\n"
-
-
-class _Entry:
-    """The C of one entry function."""
-
-    def __init__(self, name: str, lowered: LoweredCall) -> None:
-        self.name = name
-        self.lowered = lowered
-        self.args = lowered.args
-        self.symbols = {id(b): b.name for b in lowered.params}
-        self.arrays: list[str] = []
-        for arg, value in self.args.items():
-            if isinstance(value, Buffer) and id(value) not in self.symbols:
-                data = lowered.constant(value)
-                if data is None:
-                    raise ValueError(f"cmsis-nn: @{name}: argument {arg!r} is neither a "
-                                     f"parameter nor a constant buffer")
-                symbol = _identifier(f"{name}_{value.name}", "a constant's symbol")
-                self.symbols[id(value)] = symbol
-                self.arrays.append(_array(symbol, value, data))
+    def declare(self, ctype: str, hint: str, init: str) -> str:
+        """Declare a local ``ctype`` initialised with ``init``; returns ``&name``."""
+        name = self.args.fresh(hint)
+        self.lines.append(f"{ctype} {name} = {init};")
+        return f"&{name}"
 
     def ptr(self, arg: str, mutable: bool = False) -> str:
-        """A pointer argument: a buffer's symbol (cast to non-const where the API's struct
-        member is non-const), or NULL."""
-        value = self.args[arg]
+        """A pointer argument (or any argument: its C): the pointer, cast to non-const where
+        the API's struct member is non-const, or NULL."""
+        value = self.values[arg]
         if is_null(value):
             return "NULL"
-        symbol = self.symbols[id(value)]
-        if mutable and id(value) not in {id(b) for b in self.lowered.params}:
-            return f"({_ctype(value)} *){symbol}"
-        return symbol
+        if mutable and self.args.const[self.position[arg]]:
+            return f"({storage_type(value.dtype)} *){self.text(arg)}"
+        return self.text(arg)
+
+    def ints(self, *args: str) -> str:
+        """Integer arguments as initialiser elements."""
+        return ", ".join(self.text(a) for a in args)
 
     def tile(self, arg: str) -> str:
         """A ``cmsis_nn_tile`` initialiser ``{w, h}``."""
-        w, h = self.args[arg]
-        return f"{{{_int(w)}, {_int(h)}}}"
+        return f"{{{self.text(arg)}, {self.text(arg, 1)}}}"
 
-    def dims(self, arg: str) -> str:
-        """A ``cmsis_nn_dims`` initialiser ``{n, h, w, c}``."""
-        return "{" + ", ".join(_int(v) for v in self.args[arg]) + "}"
+    def act(self) -> str:
+        """The ``cmsis_nn_activation`` initialiser ``{min, max}``."""
+        return f"{{{self.ints('act_min', 'act_max')}}}"
+
+    def dims(self, name: str) -> str:
+        """Declare ``cmsis_nn_dims <name>_dims = {n, h, w, c}``; returns its address."""
+        values = ", ".join(self.text(f"{name}_dims", k) for k in range(4))
+        return self.declare("cmsis_nn_dims", f"{name}_dims", f"{{{values}}}")
 
     def context(self) -> str:
-        """The ``cmsis_nn_context`` declaration: the shared scratch array, or NULL."""
-        size = self.args["context_size"]
-        if is_null(self.args["context"]):
-            return f"cmsis_nn_context context = {{NULL, {_int(size)}}};"
-        return f"cmsis_nn_context context = {{(void *){_SCRATCH}, {_int(size)}}};"
-
-    def call_lines(self) -> list[str]:
-        """The declarations and the CMSIS-NN call (storing its status in ``status``)."""
-        api = self.lowered.api
-        a = self.args
-        if api in ("arm_convolve_wrapper_s8", "arm_depthwise_conv_wrapper_s8"):
-            depthwise = api.startswith("arm_depthwise")
-            params = (f"cmsis_nn_dw_conv_params conv_params = {{{_int(a['input_offset'])}, "
-                      f"{_int(a['output_offset'])}, {_int(a['ch_mult'])}, "
-                      if depthwise else
-                      f"cmsis_nn_conv_params conv_params = {{{_int(a['input_offset'])}, "
-                      f"{_int(a['output_offset'])}, ")
-            params += (f"{self.tile('stride')}, {self.tile('padding')}, "
-                       f"{self.tile('dilation')}, {{{_int(a['act_min'])}, "
-                       f"{_int(a['act_max'])}}}}};")
-            return [
-                self.context(), params,
-                f"cmsis_nn_per_channel_quant_params quant_params = "
-                f"{{{self.ptr('multiplier', True)}, {self.ptr('shift', True)}}};",
-                *self._dims("input", "filter", "bias", "output"),
-                f"arm_cmsis_nn_status status = {api}(&context, &conv_params, &quant_params, "
-                f"&input_dims, {self.ptr('input')}, &filter_dims, {self.ptr('filter')}, "
-                f"&bias_dims, {self.ptr('bias')}, &output_dims, {self.ptr('output')});"]
-        if api == "arm_fully_connected_s8":
-            return [
-                self.context(),
-                f"cmsis_nn_fc_params fc_params = {{{_int(a['input_offset'])}, "
-                f"{_int(a['filter_offset'])}, {_int(a['output_offset'])}, "
-                f"{{{_int(a['act_min'])}, {_int(a['act_max'])}}}}};",
-                f"cmsis_nn_per_tensor_quant_params quant_params = "
-                f"{{{_int(a['multiplier'])}, {_int(a['shift'])}}};",
-                *self._dims("input", "filter", "bias", "output"),
-                f"arm_cmsis_nn_status status = {api}(&context, &fc_params, &quant_params, "
-                f"&input_dims, {self.ptr('input')}, &filter_dims, {self.ptr('filter')}, "
-                f"&bias_dims, {self.ptr('bias')}, &output_dims, {self.ptr('output')});"]
-        if api.startswith(("arm_avgpool", "arm_max_pool")):
-            return [
-                self.context(),
-                f"cmsis_nn_pool_params pool_params = {{{self.tile('stride')}, "
-                f"{self.tile('padding')}, {{{_int(a['act_min'])}, {_int(a['act_max'])}}}}};",
-                *self._dims("input", "filter", "output"),
-                f"arm_cmsis_nn_status status = {api}(&context, &pool_params, &input_dims, "
-                f"{self.ptr('input')}, &filter_dims, &output_dims, {self.ptr('output')});"]
-        plain = ", ".join(self._plain(arg) for arg in a)
-        if api in _VOID:
-            return [f"{api}({plain});"]
-        return [f"arm_cmsis_nn_status status = {api}({plain});"]
-
-    def _plain(self, arg: str) -> str:
-        value = self.args[arg]
-        return self.ptr(arg) if isinstance(value, Buffer) or is_null(value) else _int(value)
-
-    def _dims(self, *names: str) -> list[str]:
-        return [f"cmsis_nn_dims {n}_dims = {self.dims(f'{n}_dims')};" for n in names]
-
-    def function(self, debug_last_error: bool) -> str:
-        """The entry function's definition."""
-        lines = [f"{entry_signature(self.name, self.lowered.params)}", "{"]
-        lines += [f"    {line}" for line in self.call_lines()]
-        if self.lowered.api not in _VOID:
-            lines += ["    switch (status)", "    {", "    case ARM_CMSIS_NN_SUCCESS:",
-                      "        break;", "    default:"]
-            if debug_last_error:
-                lines += [f'        {PREFIX}_error_call = "{self.name}: {self.lowered.api}";',
-                          f"        {PREFIX}_error_status = (int32_t)status;"]
-            lines += ["        return (int32_t)status;", "    }"]
-        lines += ["    return 0;", "}", ""]
-        return "\n".join(lines)
+        """Declare the ``cmsis_nn_context`` (the scratch memory, or NULL); returns its
+        address."""
+        memory = self.ptr("context")
+        memory = memory if memory == "NULL" else f"(void *){memory}"
+        return self.declare("cmsis_nn_context", "context",
+                            f"{{{memory}, {self.text('context_size')}}}")
 
 
-_ERROR_STATE = f"""\
-static const char *{PREFIX}_error_call = NULL;
-static int32_t {PREFIX}_error_status = 0;
+def _call(c: _Call) -> str:
+    """Declare what the CMSIS-NN call takes; returns the call."""
+    api = c.api
+    if api in ("arm_convolve_wrapper_s8", "arm_depthwise_conv_wrapper_s8"):
+        ctx = c.context()
+        if api.startswith("arm_depthwise"):
+            params = c.declare("cmsis_nn_dw_conv_params", "conv_params",
+                               f"{{{c.ints('input_offset', 'output_offset', 'ch_mult')}, "
+                               f"{c.tile('stride')}, {c.tile('padding')}, "
+                               f"{c.tile('dilation')}, {c.act()}}}")
+        else:
+            params = c.declare("cmsis_nn_conv_params", "conv_params",
+                               f"{{{c.ints('input_offset', 'output_offset')}, "
+                               f"{c.tile('stride')}, {c.tile('padding')}, "
+                               f"{c.tile('dilation')}, {c.act()}}}")
+        quant = c.declare("cmsis_nn_per_channel_quant_params", "quant_params",
+                          f"{{{c.ptr('multiplier', True)}, {c.ptr('shift', True)}}}")
+    elif api == "arm_fully_connected_s8":
+        ctx = c.context()
+        params = c.declare("cmsis_nn_fc_params", "fc_params",
+                           f"{{{c.ints('input_offset', 'filter_offset', 'output_offset')}, "
+                           f"{c.act()}}}")
+        quant = c.declare("cmsis_nn_per_tensor_quant_params", "quant_params",
+                          f"{{{c.ints('multiplier', 'shift')}}}")
+    elif api.startswith(("arm_avgpool", "arm_max_pool")):
+        ctx = c.context()
+        params = c.declare("cmsis_nn_pool_params", "pool_params",
+                           f"{{{c.tile('stride')}, {c.tile('padding')}, {c.act()}}}")
+        dims = [c.dims(n) for n in ("input", "filter", "output")]
+        return (f"{api}({ctx}, {params}, {dims[0]}, {c.ptr('input')}, {dims[1]}, {dims[2]}, "
+                f"{c.ptr('output')})")
+    else:
+        return f"{api}({', '.join(c.ptr(arg) for arg in c.values)})"
+    dims = [c.dims(n) for n in ("input", "filter", "bias", "output")]
+    return (f"{api}({ctx}, {params}, {quant}, {dims[0]}, {c.ptr('input')}, {dims[1]}, "
+            f"{c.ptr('filter')}, {dims[2]}, {c.ptr('bias')}, {dims[3]}, {c.ptr('output')})")
 
-const char *{PREFIX}_last_error(void)
-{{
-    return {PREFIX}_error_call;
-}}
 
-int32_t {PREFIX}_last_error_status(void)
-{{
-    return {PREFIX}_error_status;
-}}
-"""
+class CmsisNNCalls(ExternPrinter):
+    """How the C printer prints a ``cmsis-nn`` PrimFunc's CMSIS-NN call: its inputs are
+    only read, and it is written as struct initialisers, the call and its status."""
+
+    def read_only(self, call: Call) -> Collection[int]:
+        """Every single argument but the output and the context (of which only the
+        pointers matter: the inputs, weights, bias, multipliers and shifts)."""
+        out, pos = [], 0
+        for name, width in layout_of(call.args[0].value):
+            if width == 1 and name not in _WRITTEN:
+                out.append(pos)
+            pos += width
+        return out
+
+    def statement(self, call: Call, args: ExternArgs) -> ExternCall:
+        """The CMSIS-NN call with what it needs declared; its status checked unless the
+        function returns none."""
+        c = _Call(call, args)
+        text = _call(c)
+        if c.api in _VOID:
+            return ExternCall([*c.lines, f"{text};"], None, c.api)
+        status = args.fresh("status")
+        return ExternCall([*c.lines, f"arm_cmsis_nn_status {status} = {text};"], status, c.api)
 
 
-def _scratch(entries: Sequence[_Entry]) -> str:
-    size = max([e.lowered.context_size for e in entries], default=0)
-    if size <= 0:
-        return ""
-    words = (size + 7) // 8
-    return (f"/* The scratch memory of every context: {size} bytes, 8-byte aligned. */\n"
-            f"static int64_t {_SCRATCH}[{words}];\n")
-
-
-def _header(entries: Sequence[_Entry], debug_last_error: bool) -> str:
+def _header(signatures: list[str], debug_last_error: bool) -> str:
     lines = ["/* Generated by passhost (cmsis-nn target): the entry functions. Each returns",
              " * the arm_cmsis_nn_status of its CMSIS-NN call (0 on success). */",
              "#ifndef CMSIS_NN_MODEL_H", "#define CMSIS_NN_MODEL_H", "",
              "#include <stdint.h>", "", "#ifdef __cplusplus", 'extern "C" {', "#endif", ""]
-    lines += [f"{entry_signature(e.name, e.lowered.params)};" for e in entries]
+    lines += [f"{s};" for s in signatures]
     if debug_last_error:
         lines += ["", "/* \"<entry>: <CMSIS-NN function>\" of the last failing call, or NULL. */",
-                  f"const char *{PREFIX}_last_error(void);",
-                  "/* The status that call returned. */",
-                  f"int32_t {PREFIX}_last_error_status(void);"]
+                  f"const char *{PREFIX}_last_error(void);"]
     lines += ["", "#ifdef __cplusplus", "}", "#endif", "", "#endif /* CMSIS_NN_MODEL_H */", ""]
     return "\n".join(lines)
 
 
+_PREAMBLE = f"""\
+/* Generated by passhost (cmsis-nn target) against the CMSIS-NN v4.x API. */
+#include "{HEADER_NAME}"
+#include "arm_nnfunctions.h"
+"""
+
+
 def emit_c(mod: IRModule, debug_last_error: bool = False) -> CSource:
     """The C source and header of the ``cmsis-nn`` PrimFuncs of ``mod``."""
-    entries = [_Entry(name, read_prim_func(name, mod[name]))
-               for name in entry_order(name for name, _ in mod.items())]
-    parts: list[Any] = [
-        "/* Generated by passhost (cmsis-nn target) against the CMSIS-NN v4.x API. */",
-        f'#include "{HEADER_NAME}"', '#include "arm_nnfunctions.h"', ""]
-    scratch = _scratch(entries)
-    if scratch:
-        parts.append(scratch)
-    if debug_last_error:
-        parts.append(_ERROR_STATE)
-    for entry in entries:
-        parts.extend(entry.arrays)
-        parts.append(entry.function(debug_last_error))
-    return CSource("\n".join(parts), _header(entries, debug_last_error))
+    names = entry_order(name for name, _ in mod.items())
+    for name in names:
+        read_prim_func(name, mod[name])  # one CMSIS-NN call of a known layout
+    try:
+        unit = print_unit({name: mod[name] for name in names}, _PREAMBLE, prefix=PREFIX,
+                          extern_printer=CmsisNNCalls(), freestanding=True,
+                          last_error=debug_last_error, restrict=False,
+                          scratch_scope=CONTEXT_SCOPE)
+    except CCodegenError as err:
+        raise ValueError(f"cmsis-nn: {err}") from None
+    renamed = [n for n in names if unit.functions[n].symbol != n]
+    if renamed:
+        raise ValueError(f"cmsis-nn: the PrimFunc name {renamed[0]!r} is not a C identifier "
+                         "the source can define")
+    signatures = [unit.functions[n].signature for n in names]
+    return CSource(unit.source, _header(signatures, debug_last_error))

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from attrs import frozen
 
+from passhost.backend.c.dtypes import storage_type
 from passhost.ir.module import IRModule
 from passhost.runtime import CompiledModule, FunctionModule
 from passhost.runtime.executor import Executor
@@ -136,13 +137,10 @@ def record_calls(compiled: CompiledModule, inputs: Sequence[np.ndarray],
     return calls
 
 
-_CTYPES = {"int8": "int8_t", "int16": "int16_t"}
-
-
 def _c_array(symbol: str, arr: np.ndarray, const: bool) -> str:
     values = ", ".join(str(int(v)) for v in arr.reshape(-1).tolist())
     qualifier = "static const" if const else "static"
-    return f"{qualifier} {_CTYPES[arr.dtype.name]} {symbol}[{arr.size}] = {{{values}}};"
+    return f"{qualifier} {storage_type(arr.dtype.name)} {symbol}[{arr.size}] = {{{values}}};"
 
 
 def checker_source(tir: IRModule, calls: Sequence[RecordedCall],

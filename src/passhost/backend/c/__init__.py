@@ -10,14 +10,20 @@ source and each function's signature. The convention (docs/targets.md, "The C pr
   (``<prefix>_last_error()`` then gives the message in the calling thread);
 * parallel loops use OpenMP with ``<prefix>_num_threads`` threads (0: OpenMP's default);
 * the unit is C11 with GNU extensions (``-std=gnu11``), plus :attr:`CUnit.flags`.
+
+Targets adapt it through :class:`CPrinter`'s options: an :class:`ExternPrinter` for their
+``call_extern`` statements, freestanding units (no threads, heap or thread-locals), shared
+scratch memory, no ``restrict``, no last-error state.
 """
 
 from passhost.backend.c.errors import CCodegenError
 from passhost.backend.c.expr import KernelArgs, KernelPrinter
+from passhost.backend.c.extern import ExternArgs, ExternCall, ExternPrinter
 from passhost.backend.c.function import STATUS_ASSERT, STATUS_NO_MEMORY
 from passhost.backend.c.unit import STACK_LIMIT, CFunction, CParam, CPrinter, CUnit, print_unit
 
 __all__ = [
     "STACK_LIMIT", "STATUS_ASSERT", "STATUS_NO_MEMORY", "CCodegenError", "CFunction", "CParam",
-    "CPrinter", "CUnit", "KernelArgs", "KernelPrinter", "print_unit",
+    "CPrinter", "CUnit", "ExternArgs", "ExternCall", "ExternPrinter", "KernelArgs",
+    "KernelPrinter", "print_unit",
 ]

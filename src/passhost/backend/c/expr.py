@@ -460,22 +460,24 @@ class ExprPrinter:
             return UNARY, ["(bool)", *self._call_form(name, *n.args)[1]]
         return self._f16(n, self._call_form(name, *n.args))
 
-    def _args(self, n: te.Call) -> list[Piece]:
-        """The arguments after the function's name: buffers and handles as (writable)
-        pointers, expressions as values."""
+    def call_args(self, n: te.Call, mutable: bool = True) -> list[Piece]:
+        """The arguments after a named call's function name: buffers and handles as
+        pointers (``const`` cast away when ``mutable``), expressions as values."""
         out: list[Piece] = []
         for a in n.args[1:]:
             if isinstance(a, Buffer):
-                out.append(self.ctx.pointer(a).mutable())
+                ptr = self.ctx.pointer(a)
+                out.append(ptr.mutable() if mutable else ptr.text)
             elif isinstance(a, te.Var) and a.dtype == "handle":
-                out.append(self.ctx.handle(a).mutable())
+                ptr = self.ctx.handle(a)
+                out.append(ptr.mutable() if mutable else ptr.text)
             else:
                 out.append((a, 0))
         return out
 
     def _extern(self, n: te.Call) -> tuple[int, list[Piece]]:
         pieces: list[Piece] = [f"{n.args[0].value}("]
-        for i, arg in enumerate(self._args(n)):
+        for i, arg in enumerate(self.call_args(n)):
             pieces.extend((", ", arg) if i else (arg,))
         pieces.append(")")
         return ATOM, pieces
@@ -485,5 +487,5 @@ class ExprPrinter:
         if printer is None:
             raise self.ctx.fail(f"call_kernel of {n.args[0].value!r}: a kernel call is not C; "
                                 "the target must give the printer a kernel_printer")
-        texts = tuple(self.text([arg]) for arg in self._args(n))
+        texts = tuple(self.text([arg]) for arg in self.call_args(n))
         return ATOM, [f"({printer(n, KernelArgs(texts, self.ctx.symbol))})"]

@@ -9,13 +9,17 @@ every local has a name of its own, so a C declaration outliving its TIR scope is
 a region are made once at its top (per thread for a parallel loop), on the stack while they
 fit the printer's stack budget, else on the heap; a failure inside a region (an assertion,
 a heap allocation) records its status and jumps to the region's end, where heap memory is
-freed; after a parallel loop a failure jumps on to the enclosing region's end.
+freed; after a parallel loop a failure jumps on to the enclosing region's end. A
+freestanding unit has no parallel regions (its loops are serial) and no heap; allocations in
+the unit's scratch scope point into its shared scratch array instead of the region's memory.
+A ``call_extern`` statement the target's :class:`~.extern.ExternPrinter` prints is a block
+of its lines, then a check of its status that fails like an assertion.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,6 +43,7 @@ from passhost.backend.c.expr import (
     operands,
     strip,
 )
+from passhost.backend.c.extern import ExternArgs, ExternPrinter
 from passhost.backend.c.naming import Namer, is_identifier
 from passhost.ir import traversal
 from passhost.tir import expr as te
@@ -136,6 +141,8 @@ class FunctionPrinter:
         self.region_of: dict[int, _Region] = {}  # id(parallel For or Allocate) -> region
         self.no_simd: set[int] = set()  # vectorized loops that cannot be `omp simd`
         self.written: set[int] = set()  # pointers something writes through
+        self.extern_printer: ExternPrinter | None = unit.extern_printer
+        self.scratch_bytes = 0  # this function's part of the unit's shared scratch memory
         self._scan()
         self.names = Namer(extra=self.externs, others=(unit.namer,))
 
@@ -167,9 +174,14 @@ class FunctionPrinter:
             for n in traversal.post_order(map(strip, _expressions(s)), operands):
                 if isinstance(n, te.Call) and n.op in te.NAMED_CALL_OPS:
                     block(chain)
+                    read_only: Collection[int] = ()
                     if n.op == "call_extern":
                         self._extern_name(n.args[0].value)
-                    for a in n.args[1:]:
+                        if self.extern_printer is not None:
+                            read_only = self.extern_printer.read_only(n)
+                    for k, a in enumerate(n.args[1:]):
+                        if k in read_only:
+                            continue
                         data = a.data if isinstance(a, Buffer) else a
                         if isinstance(data, te.Var) and data.dtype == "handle":
                             written.add(alias.get(id(data), id(data)))
@@ -179,7 +191,7 @@ class FunctionPrinter:
                 self.region_of[id(s)] = region
                 region.has_allocs = True
             inner, inner_chain = region, chain
-            if isinstance(s, ts.For) and s.kind == "parallel":
+            if isinstance(s, ts.For) and s.kind == "parallel" and not self.unit.freestanding:
                 block(chain)
                 inner = _Region(region)
                 self.region_of[id(s)] = inner
@@ -282,7 +294,8 @@ class FunctionPrinter:
                 ro = id(var) not in self.written
                 ptr = Pointer(name, storage_type(buf.dtype), ro)
                 self.handles[id(var)] = self.views[id(buf)] = ptr
-                decl = f"{'const ' if ro else ''}{ptr.storage} *restrict {name}"
+                restrict = "restrict " if self.unit.restrict else ""
+                decl = f"{'const ' if ro else ''}{ptr.storage} *{restrict}{name}"
                 params.append(CParam(name, "buffer", buf.dtype, buf.shape, ro, decl))
                 param_nodes.append((ptr, name))
             elif var.dtype == "handle":
@@ -315,8 +328,9 @@ class FunctionPrinter:
             self.lines.append("ph_exit: ;")
         self.lines.extend(self._frees(top, 1))
         if self.uses_status:
-            self.line(1, "if (ph_status != 0)")
-            self.line(2, "ph_last_error_message = ph_error;")
+            if self.unit.last_error:
+                self.line(1, "if (ph_status != 0)")
+                self.line(2, "ph_last_error_message = ph_error;")
             self.line(1, "return ph_status;")
         else:
             self.line(1, "return 0;")
@@ -337,17 +351,39 @@ class FunctionPrinter:
     # -- regions ----------------------------------------------------------------------------
     def _alloc(self, s: ts.Allocate) -> None:
         region = self.region_of[id(s)]
+        size = math.prod(s.extents) * np.dtype(s.dtype).itemsize
+        if s.scope == self.unit.scratch_scope:
+            self._scratch(s, region, size)
+            return
         name = self.names.fresh(s.buffer_var.name_hint.removesuffix("_data"))
         ptr = Pointer(name, storage_type(s.dtype))
-        size = math.prod(s.extents) * np.dtype(s.dtype).itemsize
         padded = -(-max(size, 1) // 64) * 64
         heap = region.stack_bytes + padded > self.unit.stack_limit
+        if heap and self.unit.freestanding:
+            raise self.fail(f"allocation %{s.buffer_var.name_hint} of {size} bytes does not "
+                            f"fit the stack budget ({self.unit.stack_limit - region.stack_bytes}"
+                            " bytes left) and a freestanding unit has no heap")
         if heap:
             region.heap_bytes += size
         else:
             region.stack_bytes += padded
         region.allocs.append((s, ptr, heap))
         self.handles[id(s.buffer_var)] = ptr
+
+    def _scratch(self, s: ts.Allocate, region: _Region, size: int) -> None:
+        """Point ``s`` into the unit's shared scratch memory, after this function's other
+        scratch allocations (8-byte aligned)."""
+        if region.parent is not None:
+            raise self.fail(f"allocation %{s.buffer_var.name_hint} in the shared scratch "
+                            f"memory ({s.scope!r}) is inside a parallel loop, whose threads "
+                            "would share it")
+        storage = storage_type(s.dtype)
+        words = self.scratch_bytes // 8
+        base = self.unit.scratch_symbol + (f" + {words}" if words else "")
+        base = f"({base})" if words else base
+        self.handles[id(s.buffer_var)] = Pointer(f"(({storage} *){base})", storage)
+        self.scratch_bytes += -(-size // 8) * 8
+        self.unit.scratch_bytes = max(self.unit.scratch_bytes, self.scratch_bytes)
 
     def _close_region(self, region: _Region, ind: int) -> str | None:
         """Fill in the region's declarations (its used allocations, at ``ind``) and heap
@@ -416,12 +452,53 @@ class FunctionPrinter:
         value = strip(s.value)
         if isinstance(value, (te.IntImm, te.FloatImm, te.StringImm)):
             return
+        if isinstance(value, te.Call) and value.op == "call_extern" \
+                and self.extern_printer is not None and self._extern(value, ind):
+            return
         if isinstance(value, te.Call) and value.op in te.NAMED_CALL_OPS:
             (text,) = self.exprs(ind, [(value, 0)])
             self.line(ind, f"{text};")
         else:
             (text,) = self.exprs(ind, [(value, UNARY)])
             self.line(ind, f"(void){text};")
+
+    def _extern(self, call: te.Call, ind: int) -> bool:
+        """Print ``call`` as its target's :class:`ExternPrinter` says; False when it prints
+        nothing of its own."""
+        const = []
+        for a in call.args[1:]:
+            if isinstance(a, Buffer):
+                const.append(self.pointer(a).const)
+            elif isinstance(a, te.Var) and a.dtype == "handle":
+                const.append(self.handle(a).const)
+            else:
+                const.append(False)
+        printer = ExprPrinter(self)
+        pieces = printer.call_args(call, mutable=False)
+        pre, texts = printer.print([[p] for p in pieces])
+        args = ExternArgs(tuple(texts), tuple(const), self.symbol, self.names.fresh)
+        out = self.extern_printer.statement(call, args)
+        if out is None:
+            return False
+        for text in pre:
+            self.line(ind, text)
+        self.line(ind, "{")
+        for line in out.lines:
+            for part in line.split("\n"):
+                self.line(ind + 1, part)
+        if out.status is not None:
+            status = self.temp()
+            message = c_string(f"{self.name}: {out.message}")
+            self.uses_status = True
+            self.line(ind + 1, f"const int32_t {status} = (int32_t)({out.status});")
+            self.line(ind + 1, f"if ({status} != 0) {{")
+            self.line(ind + 2, f"{self.runtime.use('ph_fail')}(&ph_status, &ph_error, "
+                               f"{status}, {message});")
+            self.line(ind + 2, f"goto {self.region.label};")
+            self.line(ind + 1, "}")
+            self.region.gotos += 1
+        self.line(ind, "}")
+        return True
 
     def _s_BufferStore(self, s: ts.BufferStore, ind: int, stack: list[Any]) -> None:
         buf = s.buffer
@@ -533,10 +610,10 @@ class FunctionPrinter:
         name = self.names.fresh(var.name_hint)
         self.scalars[id(var)] = name
         head = f"for ({vt} {name} = {lo}; {name} < {hi}; ++{name}) {{"
-        if s.kind == "parallel":
+        if s.kind == "parallel" and not self.unit.freestanding:
             self._parallel(s, ind, head, stack)
             return
-        if s.kind == "vectorized":
+        if s.kind == "vectorized" and not self.unit.freestanding:
             if id(s) in self.no_simd:
                 self.line(ind, "/* vectorized, printed serial: its body allocates, asserts, "
                                "calls or runs a parallel loop */")

@@ -235,6 +235,17 @@ static inline int32_t ph_failed(const int32_t *status)
 }
 
 
+#: ``ph_fail`` of a unit without threads (freestanding): plain stores.
+_SERIAL_FAIL = """\
+/* Record a failure: the status to return and its message. */
+static inline void ph_fail(int32_t *status, const char **error, int32_t code,
+                           const char *message)
+{
+    *status = code;
+    *error = message;
+}
+"""
+
 _FIXED["ph_vector_math"] = (VECTOR_MATH_SOURCE.strip("\n") + "\n", ())
 _FIXED.update({name: ("", ("ph_vector_math",)) for name in VECTOR_MATH.values()})
 
@@ -288,16 +299,20 @@ static inline int ph_threads(void)
 
 
 class Runtime:
-    """The helpers one unit uses, defined in first-use order after their own helpers."""
+    """The helpers one unit uses, defined in first-use order after their own helpers
+    (``single_thread``: for a unit without threads, failures are recorded without atomics)."""
 
-    def __init__(self) -> None:
+    def __init__(self, single_thread: bool = False) -> None:
         self._defs: dict[str, str] = {}
+        self._single_thread = single_thread
 
     def use(self, name: str) -> str:
         """``name``, after making sure the unit defines it."""
         if name in self._defs:
             return name
         fixed = _FIXED.get(name)
+        if name == "ph_fail" and self._single_thread:
+            fixed = (_SERIAL_FAIL, ())
         if fixed is not None:
             code, deps = fixed
             for dep in deps:
