@@ -41,7 +41,7 @@ static int check(i64 batch, i64 m, i64 n, i64 k, int ta, int tb, int bcast_b, in
   return bad;
 }
 int main(void) {
-  const i64 sizes[] = {1, 7, 8, 9, 33, 130};
+  const i64 sizes[] = {1, 7, 8, 9, 33, 257};
   int bad = 0;
   for (int im = 0; im < 6; im++) for (int in = 0; in < 6; in++) for (int ik = 0; ik < 6; ik++)
     for (int flags = 0; flags < 16; flags++)

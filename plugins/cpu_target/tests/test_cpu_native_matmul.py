@@ -27,8 +27,8 @@ SETTINGS = settings(max_examples=30, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 RNG = np.random.default_rng(17)
 THREADS = st.sampled_from([0, 1, 2])
-#: Sizes around the kernel's tiles (8 or 6 rows, 32 or 16 columns, 128-deep slabs).
-SIZES = st.sampled_from([1, 2, 5, 7, 8, 9, 16, 17, 31, 33, 64, 129, 130])
+#: Sizes around the kernel's tiles (8 or 6 rows, 32 or 16 columns, 256-deep slabs).
+SIZES = st.sampled_from([1, 2, 5, 7, 8, 9, 16, 17, 31, 33, 64, 129, 257])
 
 
 def _data(shape):

@@ -35,7 +35,7 @@ int ph_abi_version(void) { return 3; }
 #endif
 #define NV 2                 /* vectors per micro-tile row */
 #define NR (NV * VW)         /* micro-tile columns */
-#define KC 128               /* reduction block kept in L1 */
+#define KC 256               /* reduction block (its B panel, 32 KB, stays in L1/L2) */
 #define MCP 16               /* micro-panels (of MR rows) per task */
 #define NB 4                 /* column blocks (of NR columns) per task */
 
@@ -1533,6 +1533,13 @@ static void mm_pack_rows(float *restrict ap, const float *restrict a, const mm_g
                          i64 q0, i64 q1) {
   for (i64 q = q0; q < q1; q++) {
     float *panel = ap + (q - q0) * mg->k * MR;
+    if (mg->ca == 1 && (q + 1) * MR <= mg->m) { /* a whole panel of rows, each contiguous */
+      const float *rows[MR];
+      for (i64 i = 0; i < MR; i++) rows[i] = a + (q * MR + i) * mg->ra;
+      for (i64 kk = 0; kk < mg->k; kk++)
+        for (i64 i = 0; i < MR; i++) panel[kk * MR + i] = rows[i][kk];
+      continue;
+    }
     for (i64 i = 0; i < MR; i++) {
       const i64 r = q * MR + i;
       if (r >= mg->m) {
