@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 
-__all__ = ["EXTRA_FLAGS_VAR", "FLAG_SETS", "GOMP_SPINCOUNT", "NativeBuildError",
+__all__ = ["EXTRA_FLAGS_VAR", "FLAG_SETS", "OMP_WAIT_POLICY", "NativeBuildError",
            "NativeCacheWarning", "cache_dir", "extra_flags", "find_compiler", "load_or_build",
            "safe_directory"]
 
@@ -219,20 +219,15 @@ def _compile(compiler: str, source: bytes, flags: Sequence[str], target: Path) -
         return str(err)
 
 
-#: How many times a waiting OpenMP thread (GNU libgomp) polls for work before it sleeps, set
-#: for the process before the first library loads unless the user set ``GOMP_SPINCOUNT`` or
-#: ``OMP_WAIT_POLICY``: about a tenth of a millisecond, so the threads take the next
-#: parallel region of an inference at once but sleep soon after the inference ends.
-#: libgomp's default (300,000 polls, spinning for milliseconds) made a second pool (BLAS's)
-#: and another process fight ours over two cores; sleeping at once (``passive``) made every
-#: parallel region wait for a thread to wake (the 2-thread MLP 0.088 ms instead of 0.029).
-GOMP_SPINCOUNT = "100000"
+#: The OpenMP wait policy set for the process before the first library loads (unless the
+#: user set one): waiting threads sleep instead of spinning, so that the OpenMP threads of
+#: the kernels and loops never fight BLAS's threads, or another process, for the cores.
+OMP_WAIT_POLICY = "passive"
 
 
 def _load(path: Path, abi_symbol: str, abi: int) -> ctypes.CDLL | None:
     """The library at ``path``, or None when it does not load or has another ABI."""
-    if "OMP_WAIT_POLICY" not in os.environ:  # read when OpenMP starts
-        os.environ.setdefault("GOMP_SPINCOUNT", GOMP_SPINCOUNT)
+    os.environ.setdefault("OMP_WAIT_POLICY", OMP_WAIT_POLICY)  # read when OpenMP starts
     try:
         lib = ctypes.CDLL(str(path))
         version = getattr(lib, abi_symbol)

@@ -45,11 +45,8 @@ typedef int64_t i64;
 
 /* Below this many multiply-adds a kernel runs on one thread: waking a second thread costs
  * more than it saves, and with another process busy on a core it can stall for a whole
- * scheduler time slice (milliseconds) waiting for that core. Dense layers (matrix-vector
- * products, bound by reading their weights) split from DENSE_MIN_WORK: a pool thread still
- * spinning from the previous layer (GOMP_SPINCOUNT, see build.py) takes the work at once. */
+ * scheduler time slice (milliseconds) waiting for that core. */
 #define PARALLEL_MIN_WORK ((i64)1 << 20)
-#define DENSE_MIN_WORK ((i64)1 << 17)
 
 static int num_threads(i64 requested) {
 #ifdef _OPENMP
@@ -1441,7 +1438,7 @@ static float hsum(vf v) {
 void ph_dense(const float *x, const float *w, float *y, const float *bias, const i64 *g,
               const float *bounds) {
   const i64 m = g[0], k = g[1], u = g[2];
-  const int nt = m * k * u < DENSE_MIN_WORK ? 1 : num_threads(g[3]);
+  const int nt = m * k * u < PARALLEL_MIN_WORK ? 1 : num_threads(g[3]);
   const i64 kv = k / (2 * VW) * (2 * VW), quads = (u + 3) / 4;
   const float lo = bounds[0], hi = bounds[1];
 #pragma omp parallel for num_threads(nt) schedule(static)
