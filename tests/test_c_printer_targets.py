@@ -11,7 +11,6 @@ with ``arm-none-eabi-gcc`` when that is installed.
 from __future__ import annotations
 
 import ctypes
-import os
 import shutil
 import subprocess
 from collections.abc import Collection
@@ -49,9 +48,8 @@ from passhost.tir import (
     decl_buffer,
     intrinsic_call,
 )
+from test_c_printer import CC, needs_cc
 
-CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler (set $CC or install cc)")
 SCRATCH = "global.workspace"
 STRICT = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffreestanding"]
 

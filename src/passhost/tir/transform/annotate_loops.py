@@ -28,6 +28,7 @@ from passhost.transform.passes import prim_func_pass
 
 __all__ = [
     "MIN_PARALLEL_EXTENT", "MIN_PARALLEL_WORK", "AnnotateLoops", "independent", "loop_kinds",
+    "outermost_loops",
 ]
 
 #: A nest doing fewer innermost steps than this runs on one thread (a parallel region
@@ -79,7 +80,8 @@ def _work(root: Stmt) -> dict[int, int]:
     return work
 
 
-def _outermost_loops(body: Stmt) -> list[For]:
+def outermost_loops(body: Stmt) -> list[For]:
+    """The loops of ``body`` with no loop around them, in order."""
     out: list[For] = []
     stack = [body]
     while stack:
@@ -119,7 +121,7 @@ def loop_kinds(func: PrimFunc) -> dict[int, str]:
     """id(loop variable) -> the kind AnnotateLoops gives its loop (serial ones left out)."""
     kinds: dict[int, str] = {}
     work = _work(func.body)
-    for nest in _outermost_loops(func.body):
+    for nest in outermost_loops(func.body):
         if nest.kind != "serial":
             continue
         loop = _parallel_candidate(nest)

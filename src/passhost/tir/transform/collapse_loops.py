@@ -22,7 +22,8 @@ import attrs
 from passhost.ir.module import IRModule
 from passhost.tir.expr import BufferLoad, IntImm, Var
 from passhost.tir.function import Buffer, PrimFunc
-from passhost.tir.stmt import BufferStore, For, SeqStmt, Stmt
+from passhost.tir.stmt import BufferStore, For
+from passhost.tir.transform.annotate_loops import outermost_loops
 from passhost.tir.visitor import StmtExprMutator, post_order
 from passhost.transform.context import PassContext
 from passhost.transform.passes import prim_func_pass
@@ -123,24 +124,6 @@ def _collapsed(nest: For) -> For:
     return inner
 
 
-def _outermost_loops(body: Stmt) -> list[For]:
-    """The loops of ``body`` with no loop around them."""
-    out: list[For] = []
-    stack = [body]
-    while stack:
-        s = stack.pop()
-        if isinstance(s, For):
-            out.append(s)
-            continue
-        if isinstance(s, SeqStmt):
-            stack.extend(s.seq)
-        for name in ("body", "then_case", "else_case"):
-            child = getattr(s, name, None)
-            if isinstance(child, Stmt):
-                stack.append(child)
-    return out
-
-
 class _Replace(StmtExprMutator):
     def __init__(self, replacements: dict[int, For]) -> None:
         super().__init__()
@@ -154,7 +137,7 @@ class _Replace(StmtExprMutator):
 def collapse_loops(func: PrimFunc) -> PrimFunc:
     """``func`` with the short innermost loops of its nests merged."""
     replacements = {}
-    for nest in _outermost_loops(func.body):
+    for nest in outermost_loops(func.body):
         collapsed = _collapsed(nest)
         if collapsed is not nest:
             replacements[id(nest)] = collapsed
