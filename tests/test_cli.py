@@ -46,9 +46,9 @@ GRAPH_PASSES = ["InferType", "FoldConstant", "SimplifyInference", "FoldScaleAxis
                 "PartitionGraph"]
 #: The other passes it registers: the default lowering of the build flow, and PrintIR.
 BUILD_PASSES = [
-    "LowerTE", "tir.Simplify", "tir.ReuseBuffers", "tir.CollapseLoops", "tir.AnnotateLoops",
-    "PrintIR"]
-BUILTIN_PROVIDES = "18 passes, 9 instruments, 5 config options, 1 pipeline"
+    "LowerTE", "tir.Simplify", "tir.ReuseBuffers", "tir.CollapseLoops",
+    "tir.VectorizeReductions", "tir.AnnotateLoops", "PrintIR"]
+BUILTIN_PROVIDES = "19 passes, 9 instruments, 5 config options, 1 pipeline"
 HEADER = ["NAME", "VERSION", "STATUS", "PROVIDES", "HOOKS"]
 PLUGIN_KEYS = {"name", "entry_point", "distribution", "version", "module", "status", "builtin",
                "requires_passhost", "hooks", "provides", "error"}

@@ -74,6 +74,8 @@ def _tir_passes() -> list[PassSpec]:
                  "share memory between allocations whose lifetimes do not overlap"),
         tir_pass("CollapseLoops", "collapse_loops", 2,
                  "merge short innermost loops of a nest into one"),
+        tir_pass("VectorizeReductions", "vectorize_reductions", 2,
+                 "accumulate sums in vector lanes"),
         tir_pass("AnnotateLoops", "annotate_loops", 2,
                  "mark parallel and vectorised loops"),
     ]

@@ -3,6 +3,7 @@
 * ``tir.Simplify``: fold constant integer and bool arithmetic, drop single-iteration loops
   and decided branches;
 * ``tir.CollapseLoops``: merge short innermost loops of a nest into one;
+* ``tir.VectorizeReductions``: accumulate sums in vector lanes;
 * ``tir.AnnotateLoops``: mark parallel and vectorised loops;
 * ``tir.ReuseBuffers``: let allocations whose lifetimes do not overlap share memory.
 """
@@ -11,6 +12,10 @@ from passhost.tir.transform.annotate_loops import AnnotateLoops
 from passhost.tir.transform.collapse_loops import CollapseLoops, collapse_loops
 from passhost.tir.transform.reuse_buffers import ReuseBuffers, reuse_buffers
 from passhost.tir.transform.simplify import Simplify, simplify
+from passhost.tir.transform.vectorize_reductions import (
+    VectorizeReductions,
+    vectorize_reductions,
+)
 
-__all__ = ["AnnotateLoops", "CollapseLoops", "ReuseBuffers", "Simplify", "collapse_loops",
-           "reuse_buffers", "simplify"]
+__all__ = ["AnnotateLoops", "CollapseLoops", "ReuseBuffers", "Simplify", "VectorizeReductions",
+           "collapse_loops", "reuse_buffers", "simplify", "vectorize_reductions"]

@@ -28,13 +28,13 @@ from passhost.tir.visitor import StmtExprMutator, post_order
 from passhost.transform.context import PassContext
 from passhost.transform.passes import prim_func_pass
 
-__all__ = ["MIN_INNER_EXTENT", "CollapseLoops", "collapse_loops"]
+__all__ = ["MIN_INNER_EXTENT", "CollapseLoops", "collapse_loops", "collapse_pair", "loop_extent"]
 
 #: Innermost loops shorter than this are merged with the loop around them.
 MIN_INNER_EXTENT = 64
 
 
-def _extent(loop: For) -> int | None:
+def loop_extent(loop: For) -> int | None:
     """The constant extent of a serial loop from 0, else None."""
     if loop.kind != "serial" or not (isinstance(loop.min, IntImm) and loop.min.value == 0):
         return None
@@ -83,9 +83,9 @@ class _MergeAccesses(StmtExprMutator):
         return BufferStore(found[0], node.value, found[1], span=node.span)
 
 
-def _collapse_pair(outer: For, inner: For) -> For | None:
+def collapse_pair(outer: For, inner: For) -> For | None:
     """``for i: for j: body`` as one loop, or None when its accesses do not allow it."""
-    a, b = _extent(outer), _extent(inner)
+    a, b = loop_extent(outer), loop_extent(inner)
     if a is None or b is None:
         return None
     i, j = outer.loop_var, inner.loop_var
@@ -108,11 +108,11 @@ def _chain(nest: For) -> list[For]:
 def _collapsed(nest: For) -> For:
     """``nest`` with its short innermost loops merged (see the module docstring)."""
     chain = _chain(nest)
-    extents = [_extent(loop) for loop in chain]
+    extents = [loop_extent(loop) for loop in chain]
     inner, inner_extent = chain[-1], extents[-1]
     keep = len(chain) - 1  # chain[keep:] is merged into `inner`
     while keep > 1 and inner_extent is not None and inner_extent < MIN_INNER_EXTENT:
-        pair = _collapse_pair(chain[keep - 1], inner)
+        pair = collapse_pair(chain[keep - 1], inner)
         if pair is None:
             break
         inner, inner_extent = pair, pair.extent.value
