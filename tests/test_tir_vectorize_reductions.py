@@ -1,5 +1,6 @@
 """tir.VectorizeReductions: before/after TIR text, the nests it leaves alone, and the numbers
-of reductions in lanes against the operators' NumPy reference kernels (hypothesis)."""
+of sums, maxima and minima in lanes against the operators' NumPy reference kernels
+(hypothesis, NaN included)."""
 
 from __future__ import annotations
 
@@ -100,12 +101,12 @@ def test_the_sum_in_lanes_computes_the_same_numbers():
 
 
 @pytest.mark.parametrize("step", [
-    "%acc[int64(0)] = max(%acc[int64(0)], %a[%i, %j, %k]);",           # not a sum
-    "%acc[int64(0)] = %acc[int64(0)] - %a[%i, %j, %k];",               # not a sum
+    "%acc[int64(0)] = max(%acc[int64(0)], %a[%i, %j, %k]);",  # NaN's result depends on order
+    "%acc[int64(0)] = %acc[int64(0)] - %a[%i, %j, %k];",               # not a reduction
     "%acc[int64(0)] = %acc[int64(0)] + %acc[int64(0)] * %a[%i, %j, %k];",  # reads acc
     "%acc[%k] = %acc[%k] + %a[%i, %j, %k];",                           # one element per k
     "if (%a[%i, %j, %k] > 0.0) { %acc[int64(0)] = %acc[int64(0)] + %a[%i, %j, %k]; }",
-], ids=["max", "subtract", "reads-acc", "per-k", "conditioned"])
+], ids=["float-max", "subtract", "reads-acc", "per-k", "conditioned"])
 def test_steps_that_are_not_one_sum_stay_as_they_are(step):
     before = _reduction(step, acc="float32[7]")
     assert _after(before) == text.print_module(before)
@@ -147,6 +148,21 @@ def test_a_reduction_directly_into_an_output_is_vectorised():
     assert run_prim_func(after["f"], [big])[0][0] == big.sum(dtype="int32")
 
 
+def test_a_nan_propagating_maximum_runs_in_lanes():
+    step = ("%acc[int64(0)] = select(tir.isnan<bool>(%a[%i, %j, %k]) "
+            "|| %a[%i, %j, %k] > %acc[int64(0)], %a[%i, %j, %k], %acc[int64(0)]);")
+    before = _reduction(step)
+    after_text = _after(before)
+    assert "%acc_lanes[%j_k_lane] = -inf" in after_text.replace("float32(-inf)", "-inf")
+    with PassContext(opt_level=3):
+        after = VectorizeReductions()(before)
+    a = np.random.default_rng(1).standard_normal((3, 10, 7)).astype("float32")
+    a[1, 9, 6] = np.nan  # in the tail
+    a[2, 0, 3] = np.nan  # in a lane
+    got = run_prim_func(after["f"], [a])[0]
+    np.testing.assert_array_equal(got, [a[0].max(), np.nan, np.nan])
+
+
 # -- the operators' reductions, in lanes, against their reference kernels -----------------------
 @st.composite
 def _reductions(draw):
@@ -154,14 +170,16 @@ def _reductions(draw):
     shape = tuple(draw(st.lists(st.integers(1, 90), min_size=ndim, max_size=ndim)))
     axes = sorted(draw(st.sets(st.integers(0, ndim - 1), min_size=1)))
     dtype = draw(st.sampled_from(["float32", "float64", "int32", "int64"]))
-    op = draw(st.sampled_from([relay.sum, relay.mean] if "float" in dtype else [relay.sum]))
-    return shape, tuple(axes), dtype, op
+    ops = [relay.sum, relay.max, relay.min]
+    op = draw(st.sampled_from([*ops, relay.mean] if "float" in dtype else ops))
+    nans = draw(st.integers(0, 3)) if "float" in dtype else 0
+    return shape, tuple(axes), dtype, op, nans
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(_reductions(), st.integers(0, 2**32 - 1))
 def test_reductions_in_lanes_match_the_reference_kernels(case, seed):
-    shape, axes, dtype, op = case
+    shape, axes, dtype, op, nans = case
     x = relay.var("x", shape=shape, dtype=dtype)
     func = relay.Function([x], op(x, axis=axes))
     mod = IRModule.from_expr(func)
@@ -171,6 +189,7 @@ def test_reductions_in_lanes_match_the_reference_kernels(case, seed):
     rng = np.random.default_rng(seed)
     if "float" in dtype:
         data = rng.standard_normal(shape).astype(dtype)
+        data.flat[rng.integers(0, data.size, nans)] = np.nan
     else:
         info = np.iinfo(dtype)
         data = rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)

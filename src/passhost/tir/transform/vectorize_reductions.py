@@ -1,41 +1,67 @@
-"""tir.VectorizeReductions: sums accumulated in vector lanes instead of one element.
+"""tir.VectorizeReductions: reductions accumulated in vector lanes instead of one element.
 
-A reduction lowered by :func:`passhost.te.lower` adds every term into one element::
+A reduction lowered by :func:`passhost.te.lower` combines every term into one element::
 
     acc[0] = 0.0
     for k2 < 56: for k3 < 56: acc[0] = acc[0] + x[c, k2, k3]
 
-Each addition waits for the one before it (the C compiler may not reorder float additions),
-so the loop runs at one term per add latency. This pass first merges the reduction's loops
+Each step waits for the one before it (the C compiler may not reorder float additions), so
+the loop runs at one term per add latency. This pass first merges the reduction's loops
 where :func:`~passhost.tir.transform.collapse_loops.collapse_pair` allows, then splits the
-innermost one, of extent ``E >= 2 * LANES``, into :data:`LANES` partial sums::
+innermost one, of extent ``E >= 2 * LANES``, into :data:`LANES` partial results::
 
-    lanes[l] = -0.0                                   for l < LANES
+    lanes[l] = identity                               for l < LANES
     for ko < E / LANES: for l < LANES: lanes[l] = lanes[l] + x[c, ko * LANES + l]
     for kt < E % LANES: acc[0] = acc[0] + x[c, E - E % LANES + kt]
     for l < LANES: acc[0] = acc[0] + lanes[l]
 
 and AnnotateLoops then vectorises the lane loops. A reduction step is a loop nest around one
-store ``acc[i] = acc[i] + v`` (either operand order) whose indices use none of the nest's
-loop variables, where ``v`` reads nothing of ``acc`` and calls only pure intrinsics, of
-float32, float64 or a 32/64-bit integer. The loops of a nest whose variables the store's
-indices use (a reduction into several elements) stay as they are.
+store ``acc[i] = combine(acc[i], x)`` whose indices use none of the nest's loop variables,
+where ``x`` reads nothing of ``acc`` and calls only pure intrinsics, of float32, float64 or
+a 32/64-bit integer, and ``combine`` is one of:
 
-The terms are the same, added in another order: an integer sum (wrapping) is unchanged, a
-float sum may round differently, as NumPy's pairwise summation differs from adding in
-order. -0.0 starts the lanes because it adds nothing to any value (-0.0 + +0.0 is +0.0),
-so a sum of zeros keeps the sign the original order gives it.
+* a sum (either operand order); its lanes start at -0.0, which adds nothing to any value
+  (-0.0 + +0.0 is +0.0), so a sum of zeros keeps the sign the original order gives it;
+* an integer maximum or minimum (from the type's lowest or highest value);
+* the NaN-propagating float maximum or minimum, ``select(isnan(x) || x > acc, x, acc)``
+  (``<`` for the minimum), from -inf or +inf: the result is NaN when any term is.
+
+The loops of a nest whose variables the store's indices use (a reduction into several
+elements) stay as they are, and so does a float ``max``/``min`` node, whose result with a
+NaN term depends on the order. The terms are the same, combined in another order: integer
+results and extremes are unchanged (up to the sign of a zero extreme), a float sum may
+round differently, as NumPy's pairwise summation differs from adding in order.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import attrs
+import numpy as np
+from attrs import frozen
 
 from passhost.ir.module import IRModule
-from passhost.tir.expr import Add, BufferLoad, Call, IntImm, PrimExpr, Var, const
+from passhost.ir.structural import structural_equal
+from passhost.tir.expr import (
+    GT,
+    LT,
+    Add,
+    BufferLoad,
+    Call,
+    CmpOp,
+    IntImm,
+    Max,
+    Min,
+    Or,
+    PrimExpr,
+    Select,
+    Var,
+    const,
+)
 from passhost.tir.function import PrimFunc, decl_buffer
+from passhost.tir.intrinsics import intrinsic_call
 from passhost.tir.stmt import Allocate, BufferStore, DeclBuffer, For, SeqStmt, Stmt
 from passhost.tir.transform.collapse_loops import collapse_pair, loop_extent
 from passhost.tir.visitor import StmtExprMutator, post_order, substitute
@@ -58,27 +84,68 @@ def _same_index(a: PrimExpr, b: PrimExpr) -> bool:
     return isinstance(a, IntImm) and isinstance(b, IntImm) and a.value == b.value
 
 
-def _term(store: Stmt) -> PrimExpr | None:
-    """The ``v`` of a store ``acc[i] = acc[i] + v`` that reads nothing else of ``acc`` and
-    calls only pure intrinsics, or None."""
-    if not (isinstance(store, BufferStore) and isinstance(store.value, Add)
-            and store.buffer.dtype in _DTYPES):
+@frozen
+class _Step:
+    """One reduction step ``acc[i] = combine(acc[i], term)``: its term, its combine and
+    the combine's identity (what the lanes start from)."""
+
+    term: PrimExpr
+    combine: Callable[[PrimExpr, PrimExpr], PrimExpr]
+    identity: PrimExpr
+
+
+def _extremes(dtype: str) -> tuple[PrimExpr, PrimExpr]:
+    """The lowest and highest values of ``dtype`` (infinities for floats)."""
+    if dtype.startswith("float"):
+        return const(-math.inf, dtype), const(math.inf, dtype)
+    info = np.iinfo(dtype)
+    return const(int(info.min), dtype), const(int(info.max), dtype)
+
+
+def _propagating(beats: type[CmpOp]) -> Callable[[PrimExpr, PrimExpr], PrimExpr]:
+    """The combine of a NaN-propagating maximum (``beats`` GT) or minimum (LT)."""
+    def combine(acc: PrimExpr, x: PrimExpr) -> PrimExpr:
+        return Select(Or(intrinsic_call("tir.isnan", x), beats(x, acc)), x, acc)
+    return combine
+
+
+def _step(store: Stmt) -> _Step | None:
+    """The reduction step ``store`` is, or None: a sum, an integer maximum or minimum, or
+    a float one that propagates NaN (``select(isnan(x) || x > acc, x, acc)``), whose term
+    reads nothing of ``acc`` and calls only pure intrinsics."""
+    if not (isinstance(store, BufferStore) and store.buffer.dtype in _DTYPES):
         return None
+
     def own(load: PrimExpr) -> bool:
         return (isinstance(load, BufferLoad) and load.buffer.data is store.buffer.data
                 and len(load.indices) == len(store.indices)
                 and all(map(_same_index, load.indices, store.indices)))
 
-    a, b = store.value.a, store.value.b
-    term = b if own(a) else a if own(b) else None
-    if term is None:
+    value, dtype = store.value, store.buffer.dtype
+    lowest, highest = _extremes(dtype)
+    found: _Step | None = None
+    if isinstance(value, (Add, Max, Min)) and (own(value.a) or own(value.b)):
+        term = value.b if own(value.a) else value.a
+        if isinstance(value, Add):
+            found = _Step(term, Add, const(-0.0 if dtype.startswith("float") else 0, dtype))
+        elif not dtype.startswith("float"):  # a float Max/Min's NaN result depends on order
+            found = _Step(term, type(value), lowest if isinstance(value, Max) else highest)
+    elif (isinstance(value, Select) and own(value.false_value)
+          and isinstance(cond := value.condition, Or) and isinstance(cond.a, Call)
+          and cond.a.op == "tir.isnan" and len(cond.a.args) == 1
+          and structural_equal(cond.a.args[0], value.true_value)
+          and isinstance(cond.b, (GT, LT)) and structural_equal(cond.b.a, value.true_value)
+          and own(cond.b.b)):
+        found = _Step(value.true_value, _propagating(type(cond.b)),
+                      lowest if isinstance(cond.b, GT) else highest)
+    if found is None:
         return None
-    for n in post_order(term):
+    for n in post_order(found.term):
         if isinstance(n, BufferLoad) and n.buffer.data is store.buffer.data:
             return None
         if isinstance(n, Call) and not n.op.startswith("tir."):
             return None
-    return term
+    return found
 
 
 def _reduction_nest(top: For) -> tuple[list[For], BufferStore] | None:
@@ -88,7 +155,7 @@ def _reduction_nest(top: For) -> tuple[list[For], BufferStore] | None:
     while isinstance(chain[-1].body, For):
         chain.append(chain[-1].body)
     store = chain[-1].body
-    if _term(store) is None:
+    if _step(store) is None:
         return None
     index_vars = {id(n) for index in store.indices for n in post_order(index)
                   if isinstance(n, Var)}
@@ -108,39 +175,39 @@ def _loop(name: str, extent: int, body_of: Callable[[Var], Stmt]) -> For:
 
 
 def _in_lanes(loop: For) -> Stmt | None:
-    """The reduction loop ``loop`` (one store in its body) as partial sums in lanes, or
-    None when it is too short."""
+    """The reduction loop ``loop`` (one store in its body) in lanes, or None when it is
+    too short."""
     extent = loop_extent(loop)
     store = loop.body
-    term = _term(store)
-    if extent is None or extent < 2 * LANES or term is None:
+    step = _step(store)
+    if extent is None or extent < 2 * LANES or step is None:
         return None
     assert isinstance(store, BufferStore)
     k = loop.loop_var
     full = extent - extent % LANES
-    dtype = store.buffer.dtype
-    lanes = decl_buffer((LANES,), dtype, f"{store.buffer.name}_lanes")
-    start = const(-0.0 if dtype.startswith("float") else 0, dtype)
+    lanes = decl_buffer((LANES,), store.buffer.dtype, f"{store.buffer.name}_lanes")
 
-    def lane_sum(ko: Var) -> Stmt:
-        def step(lane: Var) -> Stmt:
-            at = substitute(term, {k: ko * LANES + lane})
-            return BufferStore(lanes, lanes[(lane,)] + at, (lane,))
-        return _loop(f"{k.name_hint}_lane", LANES, step)
+    def lane_step(ko: Var) -> Stmt:
+        def at(lane: Var) -> Stmt:
+            term = substitute(step.term, {k: ko * LANES + lane})
+            return BufferStore(lanes, step.combine(lanes[(lane,)], term), (lane,))
+        return _loop(f"{k.name_hint}_lane", LANES, at)
 
-    def accumulate(value: PrimExpr) -> Stmt:
-        return BufferStore(store.buffer, store.buffer[store.indices] + value, store.indices)
+    def accumulate(term: PrimExpr) -> Stmt:
+        value = step.combine(store.buffer[store.indices], term)
+        return BufferStore(store.buffer, value, store.indices)
 
     parts: list[Stmt] = [
-        _loop(f"{k.name_hint}_lane", LANES, lambda lane: BufferStore(lanes, start, (lane,))),
-        _loop(f"{k.name_hint}_outer", full // LANES, lane_sum),
+        _loop(f"{k.name_hint}_lane", LANES,
+              lambda lane: BufferStore(lanes, step.identity, (lane,))),
+        _loop(f"{k.name_hint}_outer", full // LANES, lane_step),
     ]
     if extent > full:
         parts.append(_loop(f"{k.name_hint}_tail", extent - full,
-                           lambda kt: accumulate(substitute(term, {k: kt + full}))))
+                           lambda kt: accumulate(substitute(step.term, {k: kt + full}))))
     parts.append(_loop(f"{k.name_hint}_lane", LANES,
                        lambda lane: accumulate(lanes[(lane,)])))
-    return Allocate(lanes.data, dtype, lanes.shape, DeclBuffer(lanes, SeqStmt(parts)))
+    return Allocate(lanes.data, lanes.dtype, lanes.shape, DeclBuffer(lanes, SeqStmt(parts)))
 
 
 def _vectorized(top: For) -> Stmt | None:
