@@ -112,6 +112,9 @@ class ExprContext(Protocol):
     def fail(self, problem: str) -> CCodegenError:
         """An error about the function being printed."""
 
+    def int_range(self, node: te.PrimExpr) -> tuple[int, int] | None:
+        """The values integer ``node`` can take, when they are known to fit its dtype."""
+
 
 def flat_index(shape: Sequence[int], indices: Sequence[te.PrimExpr]) -> list[Piece]:
     """Pieces of the row-major element offset of ``indices`` in an array of ``shape``:
@@ -385,7 +388,7 @@ class ExprPrinter:
         if dtype in INT_DTYPES:
             if cls in _ARITH:
                 op, prec, name = _ARITH[cls]
-                if dtype in _WRAPPING_FREE:
+                if dtype in _WRAPPING_FREE or self.ctx.int_range(n) is not None:
                     return prec, [(n.a, prec), f" {op} ", (n.b, prec + 1)]
                 return self._call_form(self.rt.use(f"ph_{name}_{sfx}"), n.a, n.b)
             if cls in (te.Min, te.Max):

@@ -45,6 +45,7 @@ from passhost.backend.c.expr import (
 )
 from passhost.backend.c.extern import ExternArgs, ExternPrinter
 from passhost.backend.c.naming import Namer, is_identifier
+from passhost.backend.c.ranges import int_range
 from passhost.ir import traversal
 from passhost.tir import expr as te
 from passhost.tir import stmt as ts
@@ -143,12 +144,19 @@ class FunctionPrinter:
         self.written: set[int] = set()  # pointers something writes through
         self.extern_printer: ExternPrinter | None = unit.extern_printer
         self.scratch_bytes = 0  # this function's part of the unit's shared scratch memory
+        self.var_ranges: dict[int, tuple[int, int]] = {}  # id(loop var) -> its values
+        self._ranges: dict[int, tuple[int, int] | None] = {}
         self._scan()
         self.names = Namer(extra=self.externs, others=(unit.namer,))
 
     def fail(self, problem: str) -> CCodegenError:
         """An error about this function."""
         return CCodegenError(f"PrimFunc {self.name!r}: {problem}")
+
+    def int_range(self, node: te.PrimExpr) -> tuple[int, int] | None:
+        """The values integer ``node`` can take inside the loops printed so far, when they
+        fit its dtype (:func:`.ranges.int_range`)."""
+        return int_range(node, self.var_ranges, self._ranges)
 
     # -- the first pass: regions, allocations, loops that cannot be SIMD, writes --------------
     def _scan(self) -> None:
@@ -638,6 +646,8 @@ class FunctionPrinter:
                 raise self.fail(f"loop %{s.loop_var.name_hint} runs to {end - 1}, the largest "
                                 f"{dtype}; its end {end} is not a {dtype}: use a wider loop "
                                 "variable")
+            if end > lo_e.value:
+                self.var_ranges[id(s.loop_var)] = (lo_e.value, end - 1)
             return int_literal(lo_e.value, dtype), int_literal(max(end, lo_e.value), dtype)
         lo, ext = self.exprs(ind, [(lo_e, 0)], [(ext_e, 0)])
         vt = value_type(dtype)

@@ -12,23 +12,26 @@ innermost one, of extent ``E >= 2 * LANES``, into :data:`LANES` partial results:
 
     lanes[l] = identity                               for l < LANES
     for ko < E / LANES: for l < LANES: lanes[l] = lanes[l] + x[c, ko * LANES + l]
-    for kt < E % LANES: acc[0] = acc[0] + x[c, E - E % LANES + kt]
-    for l < LANES: acc[0] = acc[0] + lanes[l]
+    for kt < E % LANES: lanes[kt] = lanes[kt] + x[c, E - E % LANES + kt]
+    for h = LANES / 2, ..., 1: for l < h: lanes[l] = lanes[l] + lanes[l + h]
+    acc[0] = acc[0] + lanes[0]
 
-and AnnotateLoops then vectorises the lane loops. A reduction step is a loop nest around one
+and AnnotateLoops then vectorises the lane loops (the tree at the end keeps the lanes'
+combination short too: a row of 197 terms spent most of its time adding 32 lanes one
+after another). A reduction step is a loop nest around one
 store ``acc[i] = combine(acc[i], x)`` whose indices use none of the nest's loop variables,
 where ``x`` reads nothing of ``acc`` and calls only pure intrinsics, of float32, float64 or
 a 32/64-bit integer, and ``combine`` is one of:
 
 * a sum (either operand order); its lanes start at -0.0, which adds nothing to any value
   (-0.0 + +0.0 is +0.0), so a sum of zeros keeps the sign the original order gives it;
-* an integer maximum or minimum (from the type's lowest or highest value);
-* the NaN-propagating float maximum or minimum, ``select(isnan(x) || x > acc, x, acc)``
-  (``<`` for the minimum), from -inf or +inf: the result is NaN when any term is.
+* a maximum or minimum (from the type's lowest or highest value; float ``Max``/``Min``
+  return NaN when an operand is NaN, docs/targets.md), or the NaN-propagating select
+  ``select(isnan(x) || x > acc, x, acc)`` of the TE reducers (``<`` for the minimum), from
+  -inf or +inf: the result is NaN when any term is.
 
 The loops of a nest whose variables the store's indices use (a reduction into several
-elements) stay as they are, and so does a float ``max``/``min`` node, whose result with a
-NaN term depends on the order. The terms are the same, combined in another order: integer
+elements) stay as they are. The terms are the same, combined in another order: integer
 results and extremes are unchanged (up to the sign of a zero extreme), a float sum may
 round differently, as NumPy's pairwise summation differs from adding in order.
 """
@@ -110,8 +113,8 @@ def _propagating(beats: type[CmpOp]) -> Callable[[PrimExpr, PrimExpr], PrimExpr]
 
 
 def _step(store: Stmt) -> _Step | None:
-    """The reduction step ``store`` is, or None: a sum, an integer maximum or minimum, or
-    a float one that propagates NaN (``select(isnan(x) || x > acc, x, acc)``), whose term
+    """The reduction step ``store`` is, or None: a sum, a maximum or minimum, or the
+    select that propagates NaN (``select(isnan(x) || x > acc, x, acc)``), whose term
     reads nothing of ``acc`` and calls only pure intrinsics."""
     if not (isinstance(store, BufferStore) and store.buffer.dtype in _DTYPES):
         return None
@@ -128,7 +131,7 @@ def _step(store: Stmt) -> _Step | None:
         term = value.b if own(value.a) else value.a
         if isinstance(value, Add):
             found = _Step(term, Add, const(-0.0 if dtype.startswith("float") else 0, dtype))
-        elif not dtype.startswith("float"):  # a float Max/Min's NaN result depends on order
+        else:
             found = _Step(term, type(value), lowest if isinstance(value, Max) else highest)
     elif (isinstance(value, Select) and own(value.false_value)
           and isinstance(cond := value.condition, Or) and isinstance(cond.a, Call)
@@ -168,8 +171,10 @@ def _reduction_nest(top: For) -> tuple[list[For], BufferStore] | None:
     return loops, store  # type: ignore[return-value]
 
 
-def _loop(name: str, extent: int, body_of: Callable[[Var], Stmt]) -> For:
-    """``for name < extent: body_of(name)``."""
+def _loop(name: str, extent: int, body_of: Callable[[PrimExpr], Stmt]) -> Stmt:
+    """``for name < extent: body_of(name)``, or ``body_of(0)`` for one iteration."""
+    if extent == 1:
+        return body_of(const(0, "int64"))
     var = Var(name, "int64")
     return For(var, 0, extent, "serial", body_of(var))
 
@@ -187,15 +192,12 @@ def _in_lanes(loop: For) -> Stmt | None:
     full = extent - extent % LANES
     lanes = decl_buffer((LANES,), store.buffer.dtype, f"{store.buffer.name}_lanes")
 
-    def lane_step(ko: Var) -> Stmt:
-        def at(lane: Var) -> Stmt:
-            term = substitute(step.term, {k: ko * LANES + lane})
-            return BufferStore(lanes, step.combine(lanes[(lane,)], term), (lane,))
-        return _loop(f"{k.name_hint}_lane", LANES, at)
+    def into_lane(lane: PrimExpr, term: PrimExpr) -> Stmt:
+        return BufferStore(lanes, step.combine(lanes[(lane,)], term), (lane,))
 
-    def accumulate(term: PrimExpr) -> Stmt:
-        value = step.combine(store.buffer[store.indices], term)
-        return BufferStore(store.buffer, value, store.indices)
+    def lane_step(ko: PrimExpr) -> Stmt:
+        return _loop(f"{k.name_hint}_lane", LANES,
+                     lambda lane: into_lane(lane, substitute(step.term, {k: ko * LANES + lane})))
 
     parts: list[Stmt] = [
         _loop(f"{k.name_hint}_lane", LANES,
@@ -204,9 +206,15 @@ def _in_lanes(loop: For) -> Stmt | None:
     ]
     if extent > full:
         parts.append(_loop(f"{k.name_hint}_tail", extent - full,
-                           lambda kt: accumulate(substitute(step.term, {k: kt + full}))))
-    parts.append(_loop(f"{k.name_hint}_lane", LANES,
-                       lambda lane: accumulate(lanes[(lane,)])))
+                           lambda kt: into_lane(kt, substitute(step.term, {k: kt + full}))))
+    half = LANES // 2
+    while half >= 1:  # a tree: lane l takes lane l + half, for half = LANES / 2, ..., 1
+        parts.append(_loop(f"{k.name_hint}_lane", half,
+                           lambda lane, h=half: into_lane(lane, lanes[(lane + h,)])))
+        half //= 2
+    zero = (const(0, "int64"),)
+    parts.append(BufferStore(store.buffer, step.combine(store.buffer[store.indices],
+                                                        lanes[zero]), store.indices))
     return Allocate(lanes.data, lanes.dtype, lanes.shape, DeclBuffer(lanes, SeqStmt(parts)))
 
 
