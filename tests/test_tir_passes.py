@@ -54,6 +54,63 @@ def test_simplify_folds_indices_selects_and_one_iteration_loops():
         """)
 
 
+RESHAPED = """\
+    prim_func @f [global_symbol="f"] (%a_data: handle, %b_data: handle) {
+      buffer %a: float32[4, 96] = match(%a_data, data=%a_data);
+      buffer %b: float32[3, 4, 32] = match(%b_data, data=%b_data);
+      for %i: int64 in serial(int64(0), int64(3)) {
+        for %j: int64 in serial(int64(0), int64(4)) {
+          for %k: int64 in serial(int64(0), int64(32)) {
+            %b[%i, %j, %k] = %a[floordiv(%i * int64(32) + %k, int64(96)) + %j,
+                                floormod(%i * int64(32) + %k, int64(96))];
+          }
+        }
+      }
+    }
+    """
+
+
+def test_simplify_drops_divisions_the_loop_ranges_decide():
+    assert _run(Simplify, _parse(RESHAPED)) == _expect("""\
+        prim_func @f [global_symbol="f"] (%a_data: handle, %b_data: handle) {
+          buffer %a: float32[4, 96] = match(%a_data, data=%a_data);
+          buffer %b: float32[3, 4, 32] = match(%b_data, data=%b_data);
+          for %i: int64 in serial(int64(0), int64(3)) {
+            for %j: int64 in serial(int64(0), int64(4)) {
+              for %k: int64 in serial(int64(0), int64(32)) {
+                %b[%i, %j, %k] = %a[%j, %i * int64(32) + %k];
+              }
+            }
+          }
+        }
+        """)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 96)).astype("float32")
+    want = np.stack([a[:, 32 * i:32 * i + 32] for i in range(3)])
+    for mod in (_parse(RESHAPED), Simplify()(_parse(RESHAPED))):
+        np.testing.assert_array_equal(run_prim_func(mod["f"], [a])[0], want)
+
+
+@pytest.mark.parametrize("index", [
+    "floormod(%i * int64(40) + %k, int64(96))",    # reaches 119: crosses a multiple of 96
+    "floordiv(%i * int64(40) + %k, int64(96))",
+    "truncmod(%k - int64(8), int64(96))",          # negative: C truncates, not the floor
+], ids=["mod-crossing", "div-crossing", "negative-truncmod"])
+def test_simplify_keeps_divisions_the_ranges_do_not_decide(index):
+    before = _parse(f"""\
+        prim_func @f [global_symbol="f"] (%a_data: handle, %b_data: handle) {{
+          buffer %a: float32[200] = match(%a_data, data=%a_data);
+          buffer %b: float32[3, 32] = match(%b_data, data=%b_data);
+          for %i: int64 in serial(int64(0), int64(3)) {{
+            for %k: int64 in serial(int64(0), int64(32)) {{
+              %b[%i, %k] = %a[{index} + int64(100)];
+            }}
+          }}
+        }}
+        """)
+    assert _run(Simplify, before) == text.print_module(before)
+
+
 def test_simplify_leaves_float_identities_and_wraps_integers():
     before = _parse("""\
         prim_func @f [global_symbol="f"] (%a_data: handle) {

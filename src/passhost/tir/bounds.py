@@ -35,7 +35,7 @@ from passhost.tir.function import PrimFunc
 from passhost.tir.stmt import For, IfThenElse, LetStmt, Stmt
 from passhost.tir.visitor import children, post_order
 
-__all__ = ["IndexBoundsError", "check_index_bounds", "facts", "index_range"]
+__all__ = ["IndexBoundsError", "check_index_bounds", "exact_range", "facts", "index_range"]
 
 Range = tuple[float, float] | None  # inclusive bounds (never NaN), or None: anything
 Fact = tuple[e.PrimExpr, float | None, float | None]  # an expression's known bounds
@@ -203,14 +203,16 @@ def _select_range(node: e.Select, ranges: dict[int, Range]) -> Range:
 
 
 def index_range(expr: e.PrimExpr, env: dict[int, Range],
-                known: list[Fact] | None = None) -> Range:
+                known: list[Fact] | None = None,
+                memo: dict[int, Range] | None = None) -> Range:
     """The values integer expression ``expr`` may take, given the ranges of variables in
     ``env`` (by id; a variable not in it may be anything its dtype holds) and the ``known``
-    facts of the conditions around it."""
+    facts of the conditions around it. ``memo`` (by id) keeps the ranges of nodes across
+    calls with the same ``env`` and no facts."""
     known = known or []
-    ranges: dict[int, Range] = {}
-    for node in post_order(expr):
-        if not isinstance(node, e.PrimExpr):
+    ranges: dict[int, Range] = {} if memo is None or known else memo
+    for node in post_order(expr, stop=lambda n: id(n) in ranges):
+        if not isinstance(node, e.PrimExpr) or id(node) in ranges:
             continue
         value: Range
         if isinstance(node, e.IntImm):
@@ -233,6 +235,15 @@ def index_range(expr: e.PrimExpr, env: dict[int, Range],
         ranges[id(node)] = _refine(node, _fit(value, node.dtype), known) if known else \
             _fit(value, node.dtype)
     return ranges[id(expr)]
+
+
+def exact_range(expr: e.PrimExpr, env: dict[int, Range],
+                memo: dict[int, Range] | None = None) -> Range:
+    """The values integer ``expr`` takes (variables ranging as in ``env``) when no
+    operation in it can wrap around: its range is narrower than its dtype's; else None.
+    ``memo`` as for :func:`index_range`."""
+    value = index_range(expr, env, memo=memo)
+    return value if value is not None and value != _dtype_range(expr.dtype) else None
 
 
 def _outside(value: Range, extent: int) -> bool:

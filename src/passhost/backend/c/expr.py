@@ -112,8 +112,8 @@ class ExprContext(Protocol):
     def fail(self, problem: str) -> CCodegenError:
         """An error about the function being printed."""
 
-    def int_range(self, node: te.PrimExpr) -> tuple[int, int] | None:
-        """The values integer ``node`` can take, when they are known to fit its dtype."""
+    def int_range(self, node: te.PrimExpr) -> tuple[float, float] | None:
+        """The values integer ``node`` takes, when no operation in it can wrap around."""
 
 
 def flat_index(shape: Sequence[int], indices: Sequence[te.PrimExpr]) -> list[Piece]:

@@ -45,10 +45,10 @@ from passhost.backend.c.expr import (
 )
 from passhost.backend.c.extern import ExternArgs, ExternPrinter
 from passhost.backend.c.naming import Namer, is_identifier
-from passhost.backend.c.ranges import int_range
 from passhost.ir import traversal
 from passhost.tir import expr as te
 from passhost.tir import stmt as ts
+from passhost.tir.bounds import exact_range
 from passhost.tir.function import Buffer, PrimFunc
 
 if TYPE_CHECKING:
@@ -144,8 +144,8 @@ class FunctionPrinter:
         self.written: set[int] = set()  # pointers something writes through
         self.extern_printer: ExternPrinter | None = unit.extern_printer
         self.scratch_bytes = 0  # this function's part of the unit's shared scratch memory
-        self.var_ranges: dict[int, tuple[int, int]] = {}  # id(loop var) -> its values
-        self._ranges: dict[int, tuple[int, int] | None] = {}
+        self.var_ranges: dict[int, tuple[float, float] | None] = {}  # id(loop var) -> values
+        self._ranges: dict[int, tuple[float, float] | None] = {}  # id(node) -> its range
         self._scan()
         self.names = Namer(extra=self.externs, others=(unit.namer,))
 
@@ -153,10 +153,11 @@ class FunctionPrinter:
         """An error about this function."""
         return CCodegenError(f"PrimFunc {self.name!r}: {problem}")
 
-    def int_range(self, node: te.PrimExpr) -> tuple[int, int] | None:
-        """The values integer ``node`` can take inside the loops printed so far, when they
-        fit its dtype (:func:`.ranges.int_range`)."""
-        return int_range(node, self.var_ranges, self._ranges)
+    def int_range(self, node: te.PrimExpr) -> tuple[float, float] | None:
+        """The values integer ``node`` takes inside the loops printed so far, when no
+        operation in it can wrap (:func:`passhost.tir.bounds.exact_range`)."""
+        self._keep.append(node)  # the ids in self._ranges must stay unique
+        return exact_range(node, self.var_ranges, self._ranges)
 
     # -- the first pass: regions, allocations, loops that cannot be SIMD, writes --------------
     def _scan(self) -> None:

@@ -4,6 +4,11 @@
   as the dtype does), comparisons and logic of immediates, casts of integer immediates;
 * identities of integer operands: ``x + 0``, ``x - 0``, ``x * 1``, ``x * 0``, ``x // 1``,
   ``x % 1``; floats are left alone (``x + 0.0`` is not ``x`` for ``x = -0.0``);
+* integer division and remainder by a positive constant whose dividend's range (from the
+  constant bounds of the loops, :func:`passhost.tir.bounds.index_range`) stays within one
+  multiple of the divisor: ``(i * 64 + j) % 768`` is ``i * 64 + j`` and ``(i * 64 + j) //
+  768`` is 0 for ``i < 12, j < 64``, as a reshape's indices often are (then the loop reads
+  memory contiguously, and vectorises);
 * ``select`` and ``if`` on a known condition; a loop of one iteration becomes its body with
   the loop variable replaced by the loop's start.
 """
@@ -18,9 +23,10 @@ import numpy as np
 from passhost.ir.module import IRModule
 from passhost.ir.types import INT_DTYPES
 from passhost.tir import expr as e
+from passhost.tir.bounds import Range, index_range
 from passhost.tir.function import PrimFunc
 from passhost.tir.stmt import Evaluate, For, IfThenElse, SeqStmt, Stmt
-from passhost.tir.visitor import StmtExprMutator, substitute
+from passhost.tir.visitor import StmtExprMutator, post_order, substitute
 from passhost.transform.context import PassContext
 from passhost.transform.passes import prim_func_pass
 
@@ -82,11 +88,44 @@ def _identity(node: e.BinaryOp) -> e.PrimExpr | None:
     return None
 
 
+def _loop_ranges(body: Stmt) -> dict[int, Range]:
+    """id(loop variable) -> the values it takes, for loops with constant bounds."""
+    ranges: dict[int, Range] = {}
+    for n in post_order(body, stop=lambda m: not isinstance(m, Stmt)):
+        if isinstance(n, For):
+            lo, extent = _int(n.min), _int(n.extent)
+            if lo is not None and extent is not None and extent > 0:
+                ranges[id(n.loop_var)] = (lo, lo + extent - 1)
+    return ranges
+
+
+def _within_one_multiple(node: e.BinaryOp, value: Range) -> e.PrimExpr | None:
+    """A division or remainder by a positive constant of a dividend in ``value`` that
+    stays within one multiple of the divisor, as the quotient or the dividend; else None."""
+    divisor = _int(node.b)
+    if value is None or divisor is None or divisor <= 0:
+        return None
+    lo, hi = int(value[0]), int(value[1])
+    if isinstance(node, (e.Div, e.Mod)) and lo < 0:  # C's truncation, not the floor
+        return None
+    if lo // divisor != hi // divisor:
+        return None
+    if isinstance(node, (e.FloorDiv, e.Div)):
+        return e.const(lo // divisor, node.dtype)
+    return node.a if lo // divisor == 0 else None
+
+
 class _Simplifier(StmtExprMutator):
-    """The rewrites of :func:`simplify`, bottom-up."""
+    """The rewrites of :func:`simplify`, bottom-up; ``loops`` ranges the loop variables."""
+
+    def __init__(self, loops: dict[int, Range]) -> None:
+        super().__init__()
+        self.loops = loops
+        self.ranges: dict[int, Range] = {}  # by id: the nodes are kept alive in `measured`
+        self.measured: list[e.PrimExpr] = []
 
     def visit_binary_op(self, node: e.BinaryOp) -> e.PrimExpr:
-        """Fold immediates; apply integer identities."""
+        """Fold immediates; apply integer identities and the loops' ranges."""
         a, b = _int(node.a), _int(node.b)
         fold = _FOLD.get(type(node))
         if a is not None and b is not None and fold is not None:
@@ -95,6 +134,12 @@ class _Simplifier(StmtExprMutator):
                 if node.dtype == "bool":
                     return e.const(bool(value), "bool")
                 return e.const(_wrap(int(value), node.dtype), node.dtype)
+        if isinstance(node, (e.FloorDiv, e.FloorMod, e.Div, e.Mod)) and node.dtype in INT_DTYPES:
+            self.measured.append(node.a)
+            known = _within_one_multiple(node, index_range(node.a, self.loops,
+                                                           memo=self.ranges))
+            if known is not None:
+                return known
         return _identity(node) or node
 
     def visit_not(self, node: e.Not) -> e.PrimExpr:
@@ -150,7 +195,7 @@ def simplify(func: PrimFunc) -> PrimFunc:
     """``func`` with its body simplified (the same object when nothing changes)."""
     body = func.body
     for _ in range(_ROUNDS):
-        new = _Simplifier().visit(body)
+        new = _Simplifier(_loop_ranges(body)).visit(body)
         if new is body:
             break
         body = new
