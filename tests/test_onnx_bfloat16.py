@@ -367,6 +367,7 @@ UNARY_OPS = {
     "round": (relay.round, -50, 50), "sign": (relay.sign, -2, 2),
     "negative": (relay.negative, -9, 9), "abs": (relay.abs, -9, 9),
     "nn.relu": (nn.relu, -9, 9), "nn.softplus": (nn.softplus, -30, 30),
+    "nn.silu": (nn.silu, -20, 20),
     "nn.leaky_relu": (lambda x: nn.leaky_relu(x, alpha=0.1), -9, 9),
     "clip": (lambda x: relay.clip(x, a_min=-0.3, a_max=1.7), -3, 3),
     "nn.softmax": (lambda x: nn.softmax(x, axis=1), -9, 9),

@@ -37,7 +37,7 @@ ZERO_TIES = ("maximum", "minimum", "nn.relu")
 
 UNARY_FLOAT = ("sqrt", "rsqrt", "exp", "erf", "sigmoid", "tanh", "log", "floor", "ceil",
                "round", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
-               "acosh", "atanh", "nn.softplus", "isnan", "isinf")
+               "acosh", "atanh", "nn.softplus", "nn.silu", "isnan", "isinf")
 UNARY_NUMERIC = ("negative", "abs", "sign", "nn.relu")
 ARITHMETIC = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "mod",
               "floor_mod")

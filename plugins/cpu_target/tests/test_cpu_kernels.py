@@ -18,7 +18,8 @@ SETTINGS = settings(max_examples=15, deadline=None,
 
 FLOATS = st.sampled_from(["float32", "float64"])
 BINARY = ["add", "subtract", "multiply", "maximum", "minimum", "divide", "power"]
-UNARY = ["nn.relu", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "negative", "abs"]
+UNARY = ["nn.relu", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "nn.silu", "negative",
+         "abs"]
 
 
 def _array(draw, shape, dtype, lo=-10.0, hi=10.0):

@@ -1,7 +1,8 @@
 """Epilogues: the elementwise calls after a convolution or dense layer that its native
 kernel applies while writing the output. Which calls are absorbed (per-channel bias,
-residual, a final relu or clip) and which are not; and fused functions give the numbers of
-the same calls run one by one with the reference kernels."""
+residual, a relu or clip, a final sigmoid or SiLU) and which are not; fused functions give
+the numbers of the same calls run one by one with the reference kernels (the activations:
+NumPy's in float64) on every path of the convolution kernels, full tiles and edges."""
 
 from __future__ import annotations
 
@@ -65,6 +66,35 @@ def test_calls_that_are_not_epilogues_stop_the_match(call):
     assert match_epilogue(OUT, [call, _relu()], 1) == Epilogue()
 
 
+@pytest.mark.parametrize("activation", ["sigmoid", "nn.silu"])
+def test_an_activation_ends_the_epilogue_after_the_sums_or_a_clamp(activation):
+    act = _call(activation, [OUT], [OUT])
+    bias = _call("add", [OUT], [OUT, BIAS])
+    assert match_epilogue(OUT, [bias, act, bias], 1) == Epilogue(
+        BIAS, calls=2, activation=activation)
+    assert match_epilogue(OUT, [act], 1) == Epilogue(calls=1, activation=activation)
+    assert match_epilogue(OUT, [bias, _relu(), act, _relu()], 1) == Epilogue(
+        BIAS, None, 0.0, math.inf, 3, activation=activation)
+
+
+def test_after_a_clamp_only_an_activation_is_absorbed():
+    bias = _call("add", [OUT], [OUT, BIAS])
+    assert match_epilogue(OUT, [_relu(), bias], 1) == Epilogue(lo=0.0, calls=1)
+    assert match_epilogue(OUT, [_relu(), _relu()], 1) == Epilogue(lo=0.0, calls=1)
+
+
+@pytest.mark.parametrize("call", [
+    _call("sigmoid", [decl_buffer((1, 4, 3, 3), "float32", "other")], [OUT]),
+    _call("nn.silu", [OUT], [decl_buffer((1, 4, 3, 3), "float32", "other")]),
+    _call("nn.silu", [decl_buffer((1, 4, 3, 3), "float64", "T64")],
+          [decl_buffer((1, 4, 3, 3), "float64", "T64")]),
+    _call("tanh", [OUT], [OUT]),
+])
+def test_activations_not_in_place_on_the_output_are_not_absorbed(call):
+    assert match_epilogue(OUT, [_call("add", [OUT], [OUT, BIAS]), call], 1) == Epilogue(
+        BIAS, calls=1)
+
+
 def test_a_second_bias_and_a_residual_the_kernel_cannot_take_stop_the_match():
     calls = [_call("add", [OUT], [OUT, BIAS]), _call("add", [OUT], [OUT, BIAS])]
     assert match_epilogue(OUT, calls, 1) == Epilogue(BIAS, calls=1)
@@ -72,10 +102,19 @@ def test_a_second_bias_and_a_residual_the_kernel_cannot_take_stop_the_match():
                           residual=False) == Epilogue()
 
 
-def _fused(producer, producer_attrs, inputs, steps, num_threads=0):
+def activated(values, activation):
+    """``values`` through ``activation`` ("sigmoid" or "nn.silu") in float64, cast back."""
+    wide = values.astype(np.float64)
+    with np.errstate(over="ignore"):
+        sigmoid = 1 / (1 + np.exp(-wide))
+    return (sigmoid if activation == "sigmoid" else wide * sigmoid).astype(values.dtype)
+
+
+def _fused(producer, producer_attrs, inputs, steps, num_threads=0, activation=None):
     """Compile one PrimFunc calling ``producer`` then ``steps`` ((name, attrs, extra input
-    or None, output first?)) in place on its output; run it and the reference kernels one
-    by one. Returns (generated output, reference output, source)."""
+    or None, output first?)) in place on its output, then ``activation`` when given; run
+    it and the reference kernels one by one (the activation in float64, see
+    :func:`activated`). Returns (generated output, reference output, source)."""
     op = get_op(producer)
     attrs = op.make_attrs(producer_attrs)
     expected = op.evaluate(attrs, *inputs)
@@ -97,6 +136,9 @@ def _fused(producer, producer_attrs, inputs, steps, num_threads=0):
         body.append(kernel_call(name, step, [out], operands))
         values = [extra, expected] if extra_first else [expected, extra]
         expected = step_op.evaluate(step, *values)
+    if activation is not None:
+        body.append(kernel_call(activation, None, [out], [out]))
+        expected = activated(expected, activation)
     module = compile_funcs({"f": prim_func([*bufs, out], SeqStmt(body))}, num_threads)
     got = np.full(out.shape, 7, out.dtype)
     module.get_function("f")(*arrays, got)
@@ -246,3 +288,90 @@ def test_without_native_kernels_every_call_is_emitted(numpy_kernels):
     body = _body(source)
     assert "_conv2d_gemm(" in body and "_add(" in body and "_relu(" in body
     assert_same([got], [expected], atol=1e-5)
+
+
+#: Convolutions taking each path of the NCHW kernel (n, c, o, hw, k, stride, pad, dilation,
+#: groups): partial panels of output channels, and planes that whole column blocks (or
+#: Winograd tiles, or transposed tiles) do and do not divide.
+CONV_PATHS = {
+    "winograd": (1, 16, 20, 21, 3, 1, 1, 1, 1),
+    "transposed": (2, 260, 40, 7, 1, 1, 0, 1, 1),
+    "implicit": (1, 8, 12, 15, 3, 1, 1, 1, 1),
+    "implicit-stride-2": (1, 6, 10, 27, 5, 2, 2, 1, 1),
+    "packed": (1, 5, 9, 12, 3, 1, 2, 2, 1),
+    "packed-grouped": (2, 8, 12, 10, 3, 1, 1, 1, 2),
+    "pointwise": (1, 16, 20, 10, 1, 1, 0, 1, 1),
+    "shared-columns": (1, 4, 140, 9, 3, 1, 2, 2, 1),
+}
+#: Depthwise convolutions taking each path (n, c, h, w, k, stride, pad, layout).
+DEPTHWISE_PATHS = {
+    "rows-3x3": (2, 5, 19, 37, 3, 1, 1, "NCHW"),
+    "rows-3x3-stride-2": (2, 5, 40, 75, 3, 2, 1, "NCHW"),
+    "phase-planes": (1, 3, 20, 23, 5, 1, 2, "NCHW"),
+    "small-planes": (2, 21, 7, 7, 3, 1, 1, "NCHW"),
+    "small-planes-stride-2": (1, 19, 14, 14, 5, 2, 2, "NCHW"),
+    "nhwc": (2, 20, 7, 7, 3, 1, 1, "NHWC"),
+}
+EXTRAS = ["none", "bias", "bias-residual-clip"]
+
+
+def _epilogue_steps(extras, channels, out_shape, channel_axis=1):
+    """The calls before the activation: nothing, a bias, or a bias, a residual and a clip."""
+    if extras == "none":
+        return []
+    shape = [1] * (len(out_shape) - channel_axis)
+    shape[0] = channels
+    steps = [("add", None, _uniform(tuple(shape)), False)]
+    if extras == "bias-residual-clip":
+        steps += [("add", None, _uniform(out_shape), True),
+                  ("clip", {"a_min": -1.5, "a_max": 2.0}, None, False)]
+    return steps
+
+
+def _uniform(shape, scale=1.0):
+    return RNG.uniform(-scale, scale, shape).astype("float32")
+
+
+@pytest.mark.parametrize("activation", ["sigmoid", "nn.silu"])
+@pytest.mark.parametrize("extras", EXTRAS)
+@pytest.mark.parametrize("path", CONV_PATHS)
+def test_conv_applies_the_activation_last_on_every_path(path, extras, activation):
+    n, c, o, hw, k, stride, pad, dilation, groups = CONV_PATHS[path]
+    out = (hw + 2 * pad - dilation * (k - 1) - 1) // stride + 1
+    attrs = {"padding": (pad,) * 4, "strides": (stride, stride),
+             "dilation": (dilation, dilation), "groups": groups}
+    data, weight = _uniform((n, c, hw, hw), 2.0), _uniform((o, c // groups, k, k))
+    got, expected, source = _fused(
+        "nn.conv2d", attrs, [data, weight], _epilogue_steps(extras, o, (n, o, out, out)),
+        2 if path == "shared-columns" else 1, activation)
+    assert _body(source).count("\n    ") == 1 and "_conv2d_nchw(" in source
+    assert_same([got], [expected], atol=1e-4 if c * k * k > 100 else 1e-5)
+
+
+@pytest.mark.parametrize("activation", ["sigmoid", "nn.silu"])
+@pytest.mark.parametrize("extras", EXTRAS)
+@pytest.mark.parametrize("path", DEPTHWISE_PATHS)
+def test_depthwise_applies_the_activation_last_on_every_path(path, extras, activation):
+    n, c, h, w, k, stride, pad, layout = DEPTHWISE_PATHS[path]
+    oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    attrs = {"padding": (pad,) * 4, "strides": (stride, stride), "groups": c}
+    if layout == "NCHW":
+        data, weight, out = _uniform((n, c, h, w), 2.0), _uniform((c, 1, k, k)), (n, c, oh, ow)
+    else:
+        attrs.update(data_layout="NHWC", kernel_layout="HWOI")
+        data, weight, out = _uniform((n, h, w, c), 2.0), _uniform((k, k, c, 1)), (n, oh, ow, c)
+    steps = _epilogue_steps(extras, c, out, 1 if layout == "NCHW" else 3)
+    got, expected, source = _fused("nn.conv2d", attrs, [data, weight], steps, 1, activation)
+    assert _body(source).count("\n    ") == 1 and "depthwise_conv2d" in source
+    assert_same([got], [expected], atol=1e-5)
+
+
+@pytest.mark.parametrize("activation", ["sigmoid", "nn.silu"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_dense_applies_the_activation_last(threads, activation):
+    # large enough for two threads (the kernel runs small layers on one)
+    x, w, b = _uniform((3, 1200), 0.1), _uniform((301, 1200)), _uniform((301,))
+    got, expected, source = _fused("nn.dense", {}, [x, w], [("nn.bias_add", {"axis": 1}, b,
+                                                             False)], threads, activation)
+    assert _body(source).count("\n    ") == 1 and "_dense(T, x0, x1, e0," in source
+    assert_same([got], [expected], atol=2e-5)

@@ -2,7 +2,8 @@
 interpreter kernels): NCHW convolution over groups, strides, padding, dilation and kernel
 layouts, including the Winograd path of 3x3 stride-1 convolutions with large outputs;
 depthwise convolution in NCHW and NHWC (large and small planes); NCHW max pooling; dense
-layers; all at 1, 2 and all threads."""
+layers; all at 1, 2 and all threads. The epilogue activations round as the compiled loops'
+``sigmoid`` and ``nn.silu`` do, bit for bit."""
 
 from __future__ import annotations
 
@@ -11,6 +12,13 @@ import pytest
 from cpu_helpers import assert_same, run_op, uses_fast_kernel, uses_native_kernel
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_cpu_native_fusion import _fused
+
+import passhost
+from passhost import relay
+from passhost.ir.module import IRModule
+from passhost.relay import nn
+from passhost.transform import PassContext
 
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -162,3 +170,47 @@ def test_calls_no_native_kernel_fits_use_the_numpy_kernels(name, attrs, inputs):
     got, expected, source = run_op(name, attrs, inputs)
     assert not uses_native_kernel(source) and uses_fast_kernel(source)
     assert_same(got, expected, atol=1e-5)
+
+
+def _loops(activation, x):
+    """``x`` through ``activation`` in the cpu target's compiled loops."""
+    v = relay.var("x", shape=x.shape, dtype="float32")
+    op = relay.sigmoid if activation == "sigmoid" else nn.silu
+    with PassContext(opt_level=3):
+        compiled = passhost.build(IRModule.from_expr(relay.Function([v], op(v))),
+                                  "cpu -num-threads=1")
+    assert "loops.c" in compiled.module.files
+    return compiled.executor()(x)[0]
+
+
+def _wide(shape):
+    """Finite float32 values of every magnitude, both signs: the activations' whole range,
+    where the sigmoid under- and overflows included."""
+    magnitude = 10.0 ** RNG.uniform(-6, 2.3, shape)
+    return (magnitude * RNG.choice([-1.0, 1.0], shape)).astype("float32")
+
+
+def _identity(n):
+    return np.eye(n, dtype="float32")
+
+
+@pytest.mark.parametrize("activation", ["sigmoid", "nn.silu"])
+@pytest.mark.parametrize("case", ["conv-tiles", "conv-transposed", "depthwise-planes",
+                                  "depthwise-small", "dense", "matmul"])
+def test_activations_round_as_the_compiled_loops(case, activation):
+    """Producers whose sums are their input exactly (identity weights), so that the
+    activation alone makes the output."""
+    producer, attrs, x, weight = {
+        "conv-tiles": ("nn.conv2d", {}, _wide((1, 24, 9, 9)), _identity(24)[:, :, None, None]),
+        "conv-transposed": ("nn.conv2d", {}, _wide((1, 256, 7, 7)),
+                            _identity(256)[:, :, None, None]),
+        "depthwise-planes": ("nn.conv2d", {"groups": 5}, _wide((1, 5, 20, 20)),
+                             np.ones((5, 1, 1, 1), "float32")),
+        "depthwise-small": ("nn.conv2d", {"groups": 5}, _wide((1, 5, 9, 9)),
+                            np.ones((5, 1, 1, 1), "float32")),
+        "dense": ("nn.dense", {}, _wide((3, 40)), _identity(40)),
+        "matmul": ("matmul", {}, _wide((37, 48)), _identity(48)),
+    }[case]
+    got, _, source = _fused(producer, attrs, [x, weight], [], 1, activation)
+    assert uses_native_kernel(source) and uses_fast_kernel(source)
+    np.testing.assert_array_equal(got, _loops(activation, x))

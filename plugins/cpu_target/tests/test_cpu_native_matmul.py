@@ -1,8 +1,8 @@
 """The native matrix-product kernel agrees with the reference kernels of ``nn.dense``,
 ``matmul`` and ``nn.batch_matmul``: every transpose and batch broadcast it reads in place,
 shapes around its tile sizes, read-only (packed once) and writeable second operands, and
-its epilogue (per-channel bias, then scale, a residual, a final clip), at 1, 2 and all
-threads."""
+its epilogue (per-channel bias, then scale, a residual, a clip, a final sigmoid or SiLU), at
+1, 2 and all threads."""
 
 from __future__ import annotations
 
@@ -155,3 +155,31 @@ def test_a_broadcast_residual_is_not_absorbed_where_the_batch_folds_into_the_row
     got, expected, source = _fused("matmul", {}, [_data((3, 5, 4)), _data((4, 8))], steps)
     assert _body(source).count("\n    ") == 2
     assert_same([got], [expected], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("activation", ["sigmoid", "nn.silu"])
+@pytest.mark.parametrize("extras", ["none", "bias", "all"])
+@pytest.mark.parametrize(("a_shape", "b_shape"), [
+    ((16, 40), (40, 64)),          # whole tiles
+    ((2, 37, 70), (70, 48)),       # the batch folded into rows; partial tiles both ways
+    ((3, 9, 300), (3, 300, 20)),   # batched, two slabs of the reduction, narrow
+], ids=["whole-tiles", "edges", "batched"])
+def test_the_activation_comes_last_in_the_kernel(a_shape, b_shape, extras, activation):
+    n = b_shape[-1]
+    out_shape = (*a_shape[:-1], n) if len(b_shape) == 2 else (*b_shape[:-2], a_shape[-2], n)
+    steps = []
+    if extras != "none":
+        steps.append(("add", None, _data((n,)), True))
+    if extras == "all":
+        steps += [("multiply", None, _data((n,)), False), ("add", None, _data(out_shape), False),
+                  ("clip", {"a_min": -0.5, "a_max": 0.75}, None, False)]
+    got, expected, source = _fused("matmul", {}, [_data(a_shape), _frozen(_data(b_shape))],
+                                   steps, 1, activation)
+    assert _body(source).count("\n    ") == 1 and "_matmul(T, x0, x1," in source
+    assert_same([got], [expected], rtol=1e-5, atol=1e-5)
+
+
+def test_a_zero_depth_product_takes_the_activation():
+    got, expected, _ = _fused("matmul", {}, [_data((9, 0)), _data((0, 40))],
+                              [("add", None, _data((40,)), False)], activation="nn.silu")
+    assert_same([got], [expected])

@@ -105,3 +105,55 @@ def test_a_failing_step_in_a_native_run_raises_its_own_error():
     with pytest.raises(passhost.errors.PasshostError, match=r"'f'.*x\[0\] must be below 1"):
         run()
     assert array[1] == 6.0  # the step before the failing one ran
+
+
+def _conv_silu() -> tuple[IRModule, dict[str, np.ndarray]]:
+    """A convolution, a bias and x * sigmoid(x) (EfficientNet's activation)."""
+    x = relay.var("x", shape=(1, 8, 13, 13), dtype="float32")
+    w, b = relay.var("w", shape=(20, 8, 3, 3), dtype="float32"), relay.var(
+        "b", shape=(20,), dtype="float32")
+    y = nn.bias_add(nn.conv2d(x, w, padding=(1, 1, 1, 1)), b)
+    return (IRModule.from_expr(relay.Function([x, w, b], relay.multiply(y, relay.sigmoid(y)))),
+            {"w": _data(20, 8, 3, 3), "b": _data(20)})
+
+
+def _dense_silu() -> tuple[IRModule, dict[str, np.ndarray]]:
+    """A dense layer (the matrix-product kernel) with a bias, then sigmoid(x) * x."""
+    x = relay.var("x", shape=(12, 30), dtype="float32")
+    w, b = relay.var("w", shape=(40, 30), dtype="float32"), relay.var(
+        "b", shape=(40,), dtype="float32")
+    y = nn.bias_add(nn.dense(x, w), b)
+    return (IRModule.from_expr(relay.Function([x, w, b], relay.multiply(relay.sigmoid(y), y))),
+            {"w": _data(40, 30), "b": _data(40)})
+
+
+def _matmul_silu() -> tuple[IRModule, dict[str, np.ndarray]]:
+    """A matrix product then x * sigmoid(x)."""
+    x = relay.var("x", shape=(2, 9, 16), dtype="float32")
+    w = relay.var("w", shape=(16, 24), dtype="float32")
+    y = relay.matmul(x, w)
+    return (IRModule.from_expr(relay.Function([x, w], relay.multiply(y, relay.sigmoid(y)))),
+            {"w": _data(16, 24)})
+
+
+def _conv_sigmoid() -> tuple[IRModule, dict[str, np.ndarray]]:
+    """A pointwise convolution then a sigmoid (a squeeze-excitation gate)."""
+    x = relay.var("x", shape=(1, 32, 1, 1), dtype="float32")
+    w = relay.var("w", shape=(96, 32, 1, 1), dtype="float32")
+    return (IRModule.from_expr(relay.Function([x, w], relay.sigmoid(nn.conv2d(x, w)))),
+            {"w": _data(96, 32, 1, 1)})
+
+
+@pytest.mark.parametrize("model", [_conv_silu, _dense_silu, _matmul_silu, _conv_sigmoid],
+                         ids=["conv-bias-silu", "dense-bias-silu", "matmul-silu",
+                              "conv-sigmoid"])
+def test_an_activation_after_a_kernel_runs_in_its_one_native_step(model):
+    mod, params = model()
+    with PassContext(opt_level=3):
+        compiled = passhost.build(mod, "cpu -num-threads=1", params=params)
+    executor = compiled.executor()
+    (step,) = executor.plan.steps
+    assert len(executor._runs) == 1 and find_function(executor.module, step.func).native_step
+    x = _data(*mod["main"].params[0].checked_type.shape) * 4
+    np.testing.assert_allclose(executor(x)[0], evaluate(mod, x=x, **params), rtol=1e-5,
+                               atol=1e-5)

@@ -316,7 +316,8 @@ def _shrink(ctx: NodeContext) -> Value:
 
 @computed_in_float32
 def _swish(ctx: NodeContext) -> Value:
-    """Becomes ``x * sigmoid(alpha * x)``."""
+    """Becomes ``x * sigmoid(alpha * x)`` (with alpha 1, CanonicalizeOps then makes float32
+    and float64 ones ``nn.silu``)."""
     x = ctx.input(0)
     alpha = _float_attr(ctx, "alpha", 1.0)
     scaled = x if alpha == 1.0 else relay.multiply(x, _scalar(ctx, alpha))

@@ -9,11 +9,13 @@ A fused function of the default lowering computes, for example::
 :func:`match_epilogue` reads the calls after the producer, in order, while each one works
 in place on the producer's output ``T`` and is one of: an ``add`` (or ``nn.bias_add``) of
 a per-channel bias, a ``multiply`` by a per-channel scale (for kernels that take one, after
-the bias and before the residual), an ``add`` of a residual shaped like ``T``, and, last,
-``nn.relu`` or ``clip``. The native kernel then computes ``clamp((acc + bias) * scale +
-residual, lo, hi)``: bias before residual whatever their order in the calls, which may
-round differently, as any reordering of a float32 sum (the kernel's own sums are ordered
-differently from the reference kernels' anyway).
+the bias and before the residual), an ``add`` of a residual shaped like ``T``, then
+``nn.relu`` or ``clip``, and, last, an activation: ``sigmoid`` or ``nn.silu`` (after a
+clamp, or after the sums when there is none). The native kernel then computes
+``act(clamp((acc + bias) * scale + residual, lo, hi))``: bias before residual whatever
+their order in the calls, which may round differently, as any reordering of a float32 sum
+(the kernel's own sums are ordered differently from the reference kernels' anyway); the
+activation rounds as the compiled loops' ``sigmoid`` and ``x * sigmoid(x)`` do.
 """
 
 from __future__ import annotations
@@ -27,14 +29,19 @@ from passhost.backend.kernel_call import KernelCall
 from passhost.tir.function import Buffer
 from passhost_cpu_target.selection import call_buffers
 
-__all__ = ["Epilogue", "match_epilogue"]
+__all__ = ["ACTIVATIONS", "CLAMPS", "Epilogue", "match_epilogue"]
+
+#: The calls that clamp the output.
+CLAMPS = ("nn.relu", "clip")
+#: The activations that may come last.
+ACTIVATIONS = ("sigmoid", "nn.silu")
 
 
 @frozen
 class Epilogue:
-    """What a native kernel applies to its output: ``clamp((acc + bias) * scale +
-    residual, lo, hi)``; ``calls`` is how many kernel calls after the producer it
-    replaces."""
+    """What a native kernel applies to its output: ``activation(clamp((acc + bias) * scale
+    + residual, lo, hi))``, the activation one of :data:`ACTIVATIONS` or None; ``calls`` is
+    how many kernel calls after the producer it replaces."""
 
     bias: Buffer | None = None
     residual: Buffer | None = None
@@ -42,6 +49,7 @@ class Epilogue:
     hi: float = math.inf
     calls: int = 0
     scale: Buffer | None = None
+    activation: str | None = None
 
 
 def _same(a: Buffer, b: Buffer) -> bool:
@@ -61,6 +69,13 @@ def _other_operand(call: KernelCall, out: Buffer) -> Buffer | None:
     if _same(b, out) and not _same(a, out):
         return a
     return None
+
+
+def _in_place(call: KernelCall, out: Buffer) -> bool:
+    """Whether ``call`` maps ``out`` to itself (one input, one output, both ``out``)."""
+    return (len(call.inputs) == 1 and len(call.outputs) == 1
+            and isinstance(call.inputs[0], Buffer) and _same(call.inputs[0], out)
+            and _same(call.outputs[0], out))
 
 
 def _per_channel(operand: Buffer, out: Buffer, axis: int) -> bool:
@@ -98,19 +113,26 @@ def match_epilogue(out: Buffer, following: Sequence[KernelCall], channel_axis: i
     the kernel takes no residual, ``scale=True`` when it takes a per-channel scale,
     ``batch_residual=True`` when its residual may be one matrix broadcast over a batch of
     them); an empty Epilogue when the first call does not fit. A scale must come after the
-    bias and before the residual, the order the kernel applies them in."""
+    bias and before the residual, the order the kernel applies them in; after a clamp only
+    an activation may come, and an activation ends the epilogue."""
     bias = res = mul = None
+    lo, hi, clamped = -math.inf, math.inf, False
     for count, call in enumerate(following):
         if any(b.dtype != "float32" for b in call_buffers(call)):
             break
-        if call.name in ("nn.relu", "clip"):
-            if len(call.inputs) != 1 or not (_same(call.outputs[0], out)
-                                             and _same(call.inputs[0], out)):
+        if call.name in ACTIVATIONS:
+            if not _in_place(call, out):
                 break
-            lo, hi = (0.0, math.inf) if call.name == "nn.relu" else (call.attrs.a_min,
+            return Epilogue(bias, res, lo, hi, count + 1, mul, call.name)
+        if clamped:
+            break
+        if call.name in CLAMPS:
+            if not _in_place(call, out):
+                break
+            bounds = (0.0, math.inf) if call.name == "nn.relu" else (call.attrs.a_min,
                                                                      call.attrs.a_max)
-            return Epilogue(bias, res, float(lo), float(hi), count + 1, mul)
-        if call.name == "nn.bias_add":
+            lo, hi, clamped = float(bounds[0]), float(bounds[1]), True
+        elif call.name == "nn.bias_add":
             operand = _bias_add_operand(call, out, channel_axis)
             if operand is None or bias is not None:
                 break
@@ -132,5 +154,5 @@ def match_epilogue(out: Buffer, following: Sequence[KernelCall], channel_axis: i
             break
     else:
         count = len(following)
-    return Epilogue(bias, res, calls=count, scale=mul)
+    return Epilogue(bias, res, lo, hi, count, mul)
 

@@ -15,7 +15,7 @@ __all__ = [
     "abs_", "add", "batch_matmul", "bias_add", "cast", "clip", "concatenate", "copy",
     "copy_reshaped", "dense", "divide", "exp", "log", "matmul", "maximum", "minimum",
     "multiply", "negative", "power", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum",
-    "relu", "rsqrt", "sigmoid", "softmax", "sqrt", "subtract", "tanh", "transpose",
+    "relu", "rsqrt", "sigmoid", "silu", "softmax", "sqrt", "subtract", "tanh", "transpose",
 ]
 
 
@@ -123,6 +123,14 @@ def sigmoid(out: np.ndarray, x: np.ndarray, positive: np.ndarray, denominator: n
         np.add(out, 1, out=denominator)
         np.copyto(out, 1, where=positive)
         np.divide(out, denominator, out=out)
+
+
+def silu(out: np.ndarray, x: np.ndarray, positive: np.ndarray, work: np.ndarray) -> None:
+    """``out = x * sigmoid(x)``, the sigmoid as :func:`sigmoid` computes it (``positive`` as
+    there; ``work`` is two scratch arrays shaped like ``out``, stacked)."""
+    denominator, sigmoid_x = work[0, ...], work[1, ...]  # views, 0-d ones included
+    sigmoid(sigmoid_x, x, positive, denominator)
+    np.multiply(x, sigmoid_x, out=out)
 
 
 def clip(out: np.ndarray, x: np.ndarray, *, a_min: float, a_max: float) -> None:

@@ -3,9 +3,10 @@ convolution, max pooling, dense layers and matrix products, parallel over ``num-
 threads.
 
 They follow the NumPy kernels' convention (outputs, inputs, then extras) and most apply an
-epilogue while they write the output: ``out = clamp(acc + bias + residual, lo, hi)``, with
-``bias`` (one value per output channel) and ``residual`` (shaped like ``out``) None when
-absent, and ``bounds`` = ``[lo, hi]``. ``geometry`` is the int64 array of static sizes the
+epilogue while they write the output: ``out = act(clamp(acc + bias + residual, lo, hi))``,
+with ``bias`` (one value per output channel) and ``residual`` (shaped like ``out``) None
+when absent, and ``bounds`` = ``[lo, hi, code]`` (float32), ``code`` the activation's
+:data:`ACTIVATION_CODES` entry. ``geometry`` is the int64 array of static sizes the
 C function reads (see ``native/kernels.c``); planners build it once per call site.
 
 Each kernel is a :class:`NativeKernel`: its ``arguments`` give the C function's arguments
@@ -27,12 +28,15 @@ from passhost_cpu_target.conv import weights_in_layout
 from passhost_cpu_target.native import library
 from passhost_cpu_target.native.library import address
 
-__all__ = ["MATMUL_PACKED", "NativeKernel", "bound_arguments", "conv2d_nchw", "dense",
-           "depthwise_conv2d_nchw", "depthwise_conv2d_nhwc", "kernel_failure", "matmul",
+__all__ = ["ACTIVATION_CODES", "MATMUL_PACKED", "NativeKernel", "bound_arguments", "conv2d_nchw",
+           "dense", "depthwise_conv2d_nchw", "depthwise_conv2d_nhwc", "kernel_failure", "matmul",
            "max_pool2d_nchw", "prepared_conv2d_weights"]
 
 #: The index of the "b is packed" flag in a matmul geometry (see ``ph_matmul``).
 MATMUL_PACKED = 10
+#: The third value of a kernel's ``bounds`` for each activation applied after the clamp
+#: (None: no activation); ``activate()`` in ``native/kernels.c`` reads it.
+ACTIVATION_CODES: dict[str | None, float] = {None: 0.0, "sigmoid": 1.0, "nn.silu": 2.0}
 
 #: (id of a read-only weight array, geometry bytes) -> a weak reference to the array (whose
 #: death removes the entry) and the array's prepared form.
@@ -177,7 +181,7 @@ def _dense(out: np.ndarray, data: np.ndarray, weight: np.ndarray, bias: np.ndarr
     return [data, weight, out, bias, geometry, bounds]
 
 
-#: ``out = clamp(data @ weight.T + bias, lo, hi)`` (weight of shape (units, in)), a
+#: ``out = act(clamp(data @ weight.T + bias, lo, hi))`` (weight of shape (units, in)), a
 #: matrix-vector product per row.
 dense = NativeKernel("dense", "dense", _dense)
 
@@ -203,7 +207,7 @@ def _matmul(out: np.ndarray, a: np.ndarray, b: np.ndarray, bias: np.ndarray | No
     return [a, b, packed, out, bias, scale, residual, used, bounds]
 
 
-#: Batched ``out = clamp((a @ b + bias) * scale + residual, lo, hi)`` with the operands'
+#: Batched ``out = act(clamp((a @ b + bias) * scale + residual, lo, hi))`` with the operands'
 #: layouts (transposes, broadcast batches) in ``geometry``; a read-only ``b`` (a weight) is
 #: packed once, any other by the kernel on every call.
 matmul = NativeKernel("matmul", "matmul", _matmul)

@@ -2,7 +2,9 @@
 epilogue calls after it: float32 NCHW convolution, NCHW and NHWC depthwise convolution,
 NCHW max pooling, dense layers (a matrix-vector kernel up to :data:`DENSE_MAX_ROWS` rows),
 and matrix products (``nn.dense``, ``matmul``, ``nn.batch_matmul``, transposes read in
-place, one per-channel bias and scale and a residual applied as the output is written).
+place, one per-channel bias and scale and a residual applied as the output is written); each
+with the epilogue :func:`~passhost_cpu_target.epilogue.match_epilogue` finds, its clamp and
+activation passed in ``bounds``.
 
 :func:`native_plan` returns None when no native kernel fits; the caller then tries the
 NumPy kernels.
@@ -41,9 +43,15 @@ def _constant(values: Sequence[float], dtype: str) -> Constant:
     return Constant(array)
 
 
+def _bounds(epilogue: Epilogue) -> Constant:
+    """The kernel's ``bounds``: the clamp, then the activation's code."""
+    code = native_kernels.ACTIVATION_CODES[epilogue.activation]
+    return _constant((epilogue.lo, epilogue.hi, code), "float32")
+
+
 def _epilogue_parts(epilogue: Epilogue) -> tuple[tuple[Buffer | None, Buffer | None],
                                                  Constant]:
-    return (epilogue.bias, epilogue.residual), _constant((epilogue.lo, epilogue.hi), "float32")
+    return (epilogue.bias, epilogue.residual), _bounds(epilogue)
 
 
 def _float32(call: KernelCall) -> bool:
@@ -143,8 +151,7 @@ def _matmul_plan(call: KernelCall, following: Sequence[KernelCall], num_threads:
     residual_stride = 0 if residual is None or residual.shape != out.shape else m * n
     geometry = _constant((batch, m, n, k, a.batch, a.row, a.col, b.batch, b.row, b.col, 0,
                           num_threads, residual_stride), "int64")
-    bounds = _constant((epilogue.lo, epilogue.hi), "float32")
-    return KernelPlan(native_kernels.matmul, (geometry, bounds), {},
+    return KernelPlan(native_kernels.matmul, (geometry, _bounds(epilogue)), {},
                       (epilogue.bias, epilogue.scale, epilogue.residual), epilogue.calls)
 
 

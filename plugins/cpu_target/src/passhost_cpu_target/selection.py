@@ -109,6 +109,15 @@ def _sigmoid(call: KernelCall) -> KernelPlan | None:
                                                                              out.dtype)))
 
 
+def _silu(call: KernelCall) -> KernelPlan | None:
+    # float16 is computed in float32 and rounded once by the reference: no fast kernel
+    if not _one_dtype(call, _FLOATS):
+        return None
+    out = call.outputs[0]
+    return KernelPlan(kernels.silu, (Scratch(out.shape, "bool"),
+                                     Scratch((2, *out.shape), out.dtype)))
+
+
 def _clip(call: KernelCall) -> KernelPlan | None:
     if not _one_dtype(call, _ALL_FLOATS):
         return None
@@ -313,6 +322,7 @@ _PLANNERS: dict[str, Planner] = {
     "negative": _simple(kernels.negative, _NUMERIC),
     "abs": _simple(kernels.abs_, _NUMERIC),
     "sigmoid": _sigmoid,
+    "nn.silu": _silu,
     "clip": _clip,
     "cast": _always(kernels.cast),
     "nn.bias_add": _bias_add,

@@ -1,8 +1,11 @@
-"""Activation functions of the ``nn`` namespace (``nn.softplus``, ``nn.hardmax``).
+"""Activation functions of the ``nn`` namespace (``nn.softplus``, ``nn.silu``, ``nn.hardmax``).
 
 Most activations (ELU, SELU, GELU, hard sigmoid, ...) are compositions of elementwise
-operators and have no operator of their own; these two are primitives: ``softplus`` needs a
-form that neither overflows nor loses small values, ``hardmax`` picks the first maximum.
+operators and have no operator of their own; these three are primitives: ``softplus`` needs
+a form that neither overflows nor loses small values, ``hardmax`` picks the first maximum,
+and ``silu`` (``x * sigmoid(x)``, which CanonicalizeOps makes of that product) is one
+elementwise operator where the product reads ``x`` twice, so that FuseOps can fuse it into
+the convolution or dense layer before it and a kernel apply it as it writes its output.
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ from passhost.relay.op.elemwise_te import np_maximum, unary_compute
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
 from passhost.relay.op.search import arg_extreme_te
 from passhost.relay.op.te_reduce import reduced_index
-from passhost.relay.op.tensor import float_rel
+from passhost.relay.op.tensor import float_rel, multiply, sigmoid, unary_op
 from passhost.tir.expr import PrimExpr, const
 
-__all__ = ["softplus", "hardmax"]
+__all__ = ["softplus", "silu", "hardmax"]
 
 
 # -- nn.softplus -----------------------------------------------------------------------------
@@ -43,6 +46,17 @@ softplus = define_op(
     "nn.softplus", inputs=("data",), type_rel=float_rel, compute=_softplus,
     pattern=OpPattern.ELEMWISE, description="Elementwise log(1 + exp(x)), computed stably.",
     te_compute=unary_compute(_softplus_te, "softplus"))
+
+
+# -- nn.silu ---------------------------------------------------------------------------------
+def _silu(x: np.ndarray) -> np.ndarray:
+    # The reference kernels of sigmoid and multiply, on float32 for float16 and bfloat16.
+    return multiply.evaluate(None, x, sigmoid.evaluate(None, x))
+
+
+silu = unary_op("nn.silu", _silu, float_rel,
+                "Elementwise x * sigmoid(x) (SiLU, swish): sigmoid, then multiply.",
+                lambda x: x * te.sigmoid(x))
 
 
 # -- nn.hardmax ------------------------------------------------------------------------------

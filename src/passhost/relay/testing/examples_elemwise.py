@@ -107,5 +107,6 @@ EXAMPLES: list[tuple[str, Builder]] = [
     ("bitcast", _bitcast("float32", "int32")),
     ("bitcast", _bitcast("bool", "uint8")),
     ("nn.softplus", _unary(relay.nn.softplus)),
+    ("nn.silu", _unary(relay.nn.silu)),
     ("nn.hardmax", _unary(relay.nn.hardmax, axis=1)),
 ]

@@ -12,6 +12,14 @@ correctly rounded after the cast but for double rounding's rare ties, where NumP
 vectorised float32 ``pow`` is one ulp off on about a tenth of cubes. A power is a library
 call per element where a product is one vector instruction (GPT-2's GELU spent most of its
 time in ``pow(x, 3)``).
+
+``multiply(x, sigmoid(x))`` and ``multiply(sigmoid(x), x)`` of a float32 or float64 ``x``
+(the same expression on both sides, after ``x``'s own rewrite) become ``nn.silu(x)``, which
+computes exactly that product. Where ``x`` is a convolution, the product reads it twice, so
+FuseOps leaves it apart from the convolution; ``nn.silu`` reads it once and fuses into it,
+and the cpu target's kernels apply it while they write their output (EfficientNet's
+activations). float16 and bfloat16 products stay: they round the sigmoid before the
+product, ``nn.silu`` rounds once.
 """
 
 from __future__ import annotations
@@ -29,14 +37,17 @@ from passhost.transform.passes import function_pass
 __all__ = ["CanonicalizeOps"]
 
 _FLOAT_DTYPES = ("float16", "float32", "float64")
+#: The dtypes in which ``nn.silu`` rounds as ``multiply(x, sigmoid(x))`` does.
+_SILU_DTYPES = ("float32", "float64")
 
 
 @function_pass(opt_level=3, name="CanonicalizeOps", required=("InferType",))
 class CanonicalizeOps:
-    """Rewrite ``nn.bias_add`` as a broadcasting ``add``, powers by 2 and 3 as products."""
+    """Rewrite ``nn.bias_add`` as a broadcasting ``add``, powers by 2 and 3 as products,
+    ``x * sigmoid(x)`` as ``nn.silu(x)``."""
 
     def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
-        """``func`` rewritten (itself when it has no ``nn.bias_add``)."""
+        """``func`` rewritten (itself when there is nothing to rewrite)."""
         if not optimisable(func):
             return func
         return _Canonicalizer().visit(func)  # type: ignore[return-value]
@@ -74,14 +85,29 @@ def power_as_products(call: Call, base: BaseExpr, exponent: BaseExpr) -> BaseExp
     return None
 
 
+def product_as_silu(call: Call, lhs: BaseExpr, rhs: BaseExpr) -> BaseExpr | None:
+    """The ``multiply`` ``call`` of ``lhs`` and ``rhs`` (already rewritten arguments) as
+    ``nn.silu(x)`` when one of them is ``sigmoid(x)`` of the other, ``x`` float32 or
+    float64; else None."""
+    if call.args[0].checked_type.dtype not in _SILU_DTYPES:
+        return None
+    for x, other in ((lhs, rhs), (rhs, lhs)):
+        if isinstance(other, Call) and other.op is tn.sigmoid and other.args[0] is x:
+            return nn.silu(x, span=call.span)
+    return None
+
+
 class _Canonicalizer(ExprMutator):
-    """Rewrites each ``nn.bias_add`` call and each ``power`` by a constant 2 or 3."""
+    """Rewrites each ``nn.bias_add`` call, each ``power`` by a constant 2 or 3 and each
+    product of a value and its sigmoid."""
 
     def visit_call(self, call: Call, op: BaseExpr, args: list[BaseExpr]) -> BaseExpr:
-        """``nn.bias_add`` becomes ``add``, a power by 2 or 3 products; other calls are
-        rebuilt as usual."""
+        """``nn.bias_add`` becomes ``add``, a power by 2 or 3 products, ``x * sigmoid(x)``
+        ``nn.silu(x)``; other calls are rebuilt as usual."""
         if op is nn.bias_add:
             return bias_add_as_add(call, *args)
         if op is tn.power and (products := power_as_products(call, *args)) is not None:
             return products
+        if op is tn.multiply and (silu := product_as_silu(call, *args)) is not None:
+            return silu
         return super().visit_call(call, op, args)

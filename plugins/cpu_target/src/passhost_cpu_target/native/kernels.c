@@ -2,9 +2,14 @@
  *
  * Every array is C-contiguous float32. Each kernel takes its static geometry as one int64
  * array (the last entry is the thread count, 0 for all cores) and, where it has an epilogue,
- * `bounds` = {lo, hi}: the result is clamp(acc + bias + residual, lo, hi), where bias (one
- * value per output channel) and residual (shaped like the output) may be NULL and an
- * unbounded side is +-inf. Kernels that allocate return 0, or -1 when memory runs out.
+ * `bounds` = {lo, hi, activation}: the result is act(clamp(acc + bias + residual, lo, hi)),
+ * where bias (one value per output channel) and residual (shaped like the output) may be
+ * NULL, an unbounded side is +-inf, and the activation, a float holding a whole number, is
+ * 0.0f (none: act(v) = v), 1.0f (sigmoid) or 2.0f (SiLU: v * sigmoid(v)); see activate().
+ * Kernels that allocate return 0, or -1 when memory runs out.
+ *
+ * The build puts passhost.backend.vector_math's C source (ph_sigmoid_f32, ...) before this
+ * file, so that the activations round as the compiled loops do.
  *
  * The vector code uses GCC/Clang vector extensions, so the same source builds for any
  * instruction set; -march=native picks the widest one.
@@ -21,7 +26,7 @@
 #endif
 
 /* Bumped whenever a signature changes; the loader refuses a library with another value. */
-int ph_abi_version(void) { return 3; }
+int ph_abi_version(void) { return 4; }
 
 #if defined(__AVX512F__)
 #define VW 16
@@ -103,8 +108,73 @@ static void strided_copy(float *restrict d, const float *restrict s, i64 n, i64 
   }
 }
 
+/* The first n (< = VW) floats at p as a vector, the rest zero; and the first n lanes of v
+ * stored at p, nothing past them. */
+static inline vf load_first(const float *p, i64 n) {
+#if defined(__AVX512F__)
+  return (vf)_mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1), p);
+#else
+  vf v = {0};
+  memcpy(&v, p, (size_t)n * sizeof(float));
+  return v;
+#endif
+}
+
+static inline void store_first(float *p, vf v, i64 n) {
+#if defined(__AVX512F__)
+  _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1), (__m512)v);
+#else
+  memcpy(p, &v, (size_t)n * sizeof(float));
+#endif
+}
+
+/* The activations of `bounds`[2]. */
+enum { ACT_NONE = 0, ACT_SIGMOID = 1, ACT_SILU = 2 };
+
+static int activation_of(const float *bounds) { return (int)bounds[2]; }
+
+/* The activation of v: ph_sigmoid_f32(v), times v for SiLU (silu = 1), which rounds as the
+ * compiled loops' sigmoid and product (times 1 changes nothing, NaN included). */
+static inline float activation(float v, uint32_t silu) {
+  return ph_sigmoid_f32(v) * ph_f32_select(silu, v, 1.0f);
+}
+
+/* y[r * ld + j] = act(y[r * ld + j]) for r < rows, j < n, act one of the activations of
+ * `bounds` (nothing for ACT_NONE): what the caller has just stored (a tile, a band of rows,
+ * a plane: still in L1), in as few stretches as it lies in. Whole vectors at a time, the
+ * last one of a stretch loaded and stored in part, so that every element takes the
+ * vectorised code (its cost, the sigmoid's math, is about that of the loops' own pass).
+ * The compiled loops are compiled with -ffp-contract=off, so this function is too (GCC
+ * applies a function's own options to what is inlined into it; it is never inlined
+ * itself, which would subject it to its caller's options). */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((noinline, optimize("fp-contract=off")))
+#else
+__attribute__((noinline))
+#endif
+static void activate(float *y, i64 rows, i64 ld, i64 n, int act) {
+  if (act != ACT_SIGMOID && act != ACT_SILU) return;
+  const uint32_t silu = act == ACT_SILU;
+  if (ld == n) { /* one stretch */
+    n *= rows;
+    rows = 1;
+  }
+  for (i64 r = 0; r < rows; r++) {
+    float *row = y + r * ld;
+    i64 j = 0;
+    for (; j + VW <= n; j += VW)
+      for (int l = 0; l < VW; l++) row[j + l] = activation(row[j + l], silu);
+    if (j < n) {
+      vf last = load_first(row + j, n - j);
+      for (int l = 0; l < VW; l++) last[l] = activation(last[l], silu);
+      store_first(row + j, last, n - j);
+    }
+  }
+}
+
 /* dst[j] = clamp(src[j] + bias[j * bias_step] (+ res[j]), lo, hi) for j < n (no bias when
- * bias is NULL; dst may be src); NaN passes through. */
+ * bias is NULL; dst may be src); NaN passes through. Callers apply the activation to what
+ * they have stored (activate()), a whole tile, band of rows or plane at a time. */
 static void epilogue(float *dst, const float *src, i64 n, const float *bias, i64 bias_step,
                      const float *res, float lo, float hi) {
   for (i64 j = 0; j < n; j++) {
@@ -272,13 +342,14 @@ static void pack_cols(float *restrict bp, const float *restrict xg, const conv_g
 /* Where a micro-tile goes through the epilogue: rows of `y` (stride ldy) starting at output
  * channel m0, with `res` laid out like y (or NULL) and bias[m0 + i] (or no bias); matrix
  * products add a bias per column, cbias[j], then multiply by cscale[j] (each NULL when
- * absent; both point at the tile's first column). */
+ * absent; both point at the tile's first column); `act` after the clamp. */
 typedef struct {
   float *y;
   const float *res, *bias;
   i64 ldy, m0;
   float lo, hi;
   const float *cbias, *cscale;
+  int act;
 } tile_out;
 
 static vf vclamp(vf v, vf lo, vf hi) {
@@ -324,6 +395,7 @@ static inline __attribute__((always_inline)) void micro_core(
       *(vf *)(out->y + i * out->ldy + v * VW) = vclamp(r, lo, hi);
     }
   }
+  if (out->act) activate(out->y, rows, out->ldy, NR, out->act);
 }
 
 static void micro_tile(const float *restrict a, i64 rows, const float *restrict b, i64 ldb,
@@ -331,26 +403,6 @@ static void micro_tile(const float *restrict a, i64 rows, const float *restrict 
   micro_core(a, rows, b, ldb, NULL, kc, c, accumulate, out);
 }
 
-
-/* The first n (< = VW) floats at p as a vector, the rest zero; and the first n lanes of v
- * stored at p, nothing past them. */
-static inline vf load_first(const float *p, i64 n) {
-#if defined(__AVX512F__)
-  return (vf)_mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1), p);
-#else
-  vf v = {0};
-  memcpy(&v, p, (size_t)n * sizeof(float));
-  return v;
-#endif
-}
-
-static inline void store_first(float *p, vf v, i64 n) {
-#if defined(__AVX512F__)
-  _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1), (__m512)v);
-#else
-  memcpy(p, &v, (size_t)n * sizeof(float));
-#endif
-}
 
 /* Packs the m x k matrix w (row stride k) into panels of MR rows for micro_tile: element
  * (r, j) goes to ap[((r / MR) * k + j) * MR + r % MR]; the rows that fill up the last panel
@@ -527,7 +579,7 @@ static void wino_output_row(float *restrict row0, float *restrict row1, float *r
 /* u: the transformed weights, 16 matrices (O x C) in panels (winograd_prepare). */
 static int conv2d_winograd(const conv_geom *cv, const float *x, const float *u, float *y,
                            const float *bias, const float *res, float *planes, int nt,
-                           float lo, float hi) {
+                           float lo, float hi, int act) {
   const wino_geom wn = wino_geometry(cv);
   const i64 c = cv->c, o = cv->o, tasks = wn.row_groups * cv->chunks;
   int failed = 0;
@@ -573,6 +625,10 @@ static int conv2d_winograd(const conv_geom *cv, const float *x, const float *u, 
                 epilogue(y + at, rows + dy * 2 * wn.twv, cv->ow, bias ? bias + oc : NULL, 0,
                          res ? res + at : NULL, lo, hi);
               }
+            }
+            if (act) { /* the task's output rows of this channel, one stretch */
+              const i64 oy = 2 * ty0, ny = min64(cv->oh, 2 * (ty0 + nrows)) - oy;
+              activate(y + ((b * o + oc) * cv->oh + oy) * cv->ow, 1, 0, ny * cv->ow, act);
             }
           }
         }
@@ -690,15 +746,16 @@ static void pack_transposed(float *restrict wt, const float *restrict w, i64 o, 
 
 static void conv2d_transposed(const conv_geom *cv, const float *x, const float *wt, float *y,
                               const float *bias, const float *res, int nt, float lo,
-                              float hi) {
+                              float hi, int act) {
   const i64 tp = transposed_rows(cv->p), groups = (cv->p + tp - 1) / tp;
   const i64 panels = (cv->o + TO - 1) / TO, tiles = cv->n * panels * groups;
   const vf vlo = (vf){0} + lo, vhi = (vf){0} + hi;
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (i64 t = 0; t < tiles; t++) {
     float tile[TP_MAX * TO] __attribute__((aligned(64)));
+    float staged[TO * VW] __attribute__((aligned(64)));
     const i64 b = t / (panels * groups), q = t / groups % panels, p0 = t % groups * tp;
-    const i64 rows = min64(tp, cv->p - p0);
+    const i64 rows = min64(tp, cv->p - p0), channels = min64(TO, cv->o - q * TO);
     transposed_tile(tile, wt + q * cv->k * TO, x + b * cv->c * cv->p + p0, cv->p, cv->k,
                     rows);
     for (i64 i0 = 0; i0 < rows; i0 += VW) {
@@ -713,8 +770,18 @@ static void conv2d_transposed(const conv_geom *cv, const float *x, const float *
           if (oc >= cv->o) break;
           vf out = r[j] + (bias ? bias[oc] : 0.0f);
           if (res) out += load_first(res + at, n);
-          store_first(y + at, vclamp(out, vlo, vhi), n);
+          out = vclamp(out, vlo, vhi);
+          if (act) /* the channels' n outputs side by side (each vector's spill overwritten) */
+            *(vf *)(staged + (v * VW + j) * n) = out;
+          else
+            store_first(y + at, out, n);
         }
+      }
+      if (act) { /* activated together: each channel has fewer outputs than a vector */
+        activate(staged, 1, 0, channels * n, act);
+        for (i64 c = 0; c < channels; c++)
+          store_first(y + (b * cv->o + q * TO + c) * cv->p + p0 + i0,
+                      *(const vf *)(staged + c * n), n);
       }
     }
   }
@@ -794,13 +861,16 @@ static void implicit_task(const conv_geom *cv, const window_geom *wg, const floa
  * output, wide outputs with ox >= OW dropped. */
 static void implicit_store(const conv_geom *cv, const window_geom *wg, const float *cb,
                            float *y, const float *bias, const float *res, i64 b, i64 q0,
-                           i64 q1, i64 blk0, i64 blk1, float lo, float hi) {
+                           i64 q1, i64 blk0, i64 blk1, float lo, float hi, int act) {
   for (i64 blk = blk0; blk < blk1; blk++) {
     if (implicit_in_row(cv, wg, blk)) continue;
     for (i64 q = q0; q < q1; q++) {
       const float *tile = cb + ((blk - blk0) * MCP + q - q0) * MR * NR;
-      for (i64 i = 0; i < min64(MR, cv->o - q * MR); i++) {
+      const i64 rows = min64(MR, cv->o - q * MR);
+      i64 first = -1, kept = 0; /* the block's outputs: one stretch of each output plane */
+      for (i64 i = 0; i < rows; i++) {
         const i64 m = q * MR + i;
+        kept = 0;
         for (i64 p = blk * NR; p < min64((blk + 1) * NR, wg->wide);) {
           const i64 oy = p / wg->wq, ox = p % wg->wq;
           if (ox >= cv->ow) {
@@ -809,11 +879,15 @@ static void implicit_store(const conv_geom *cv, const window_geom *wg, const flo
           }
           const i64 n = min64(cv->ow - ox, (blk + 1) * NR - p);
           const i64 at = (b * cv->o + m) * cv->p + oy * cv->ow + ox;
+          if (kept == 0) first = oy * cv->ow + ox;
           epilogue(y + at, tile + i * NR + p - blk * NR, n, bias ? bias + m : NULL, 0,
                    res ? res + at : NULL, lo, hi);
+          kept += n;
           p += n;
         }
       }
+      if (act && kept)
+        activate(y + (b * cv->o + q * MR) * cv->p + first, rows, cv->p, kept, act);
     }
   }
 }
@@ -821,12 +895,13 @@ static void implicit_store(const conv_geom *cv, const window_geom *wg, const flo
 /* `planes`: implicit_floats floats; `wp`: the weights in panels (pack_panels). */
 static int conv2d_implicit(const conv_geom *cv, const float *x, const float *wp, float *y,
                            const float *bias, const float *res, float *planes, int nt,
-                           float lo, float hi) {
+                           float lo, float hi, int act) {
   const window_geom wg = implicit_geometry(cv);
   const i64 blocks = implicit_blocks(&wg), channel = implicit_channel(&wg);
   const i64 spans = min64(blocks, ((blocks + NB - 1) / NB + nt - 1) / nt * nt);
   const i64 tasks = cv->chunks * spans, taps = cv->kh * cv->kw;
-  const tile_out proto = {y, res, bias, cv->p, 0, lo, hi};
+  const tile_out proto = {.y = y, .res = res, .bias = bias, .ldy = cv->p, .lo = lo, .hi = hi,
+                          .act = act};
   i64 *boff = malloc(sizeof(i64) * (size_t)(cv->k + taps));
   if (!boff) return -1;
   tap_offsets(boff + cv->k, &wg);
@@ -855,7 +930,7 @@ static int conv2d_implicit(const conv_geom *cv, const float *x, const float *wp,
         part_range(blocks, spans, t % spans, &blk0, &blk1);
         part_range(cv->panels, cv->chunks, t / spans, &q0, &q1);
         implicit_task(cv, &wg, planes, boff, wp, cb, q0, q1, blk0, blk1, &proto, b);
-        implicit_store(cv, &wg, cb, y, bias, res, b, q0, q1, blk0, blk1, lo, hi);
+        implicit_store(cv, &wg, cb, y, bias, res, b, q0, q1, blk0, blk1, lo, hi, act);
       }
     }
     free(cb);
@@ -916,14 +991,16 @@ int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bia
                    const float *res, float *cols, const i64 *g, const float *bounds) {
   conv_geom cv = conv_geometry(g);
   const int nt = num_threads(g[16]);
-  if (use_winograd(&cv)) return conv2d_winograd(&cv, x, prep, y, bias, res, cols, nt,
-                                                bounds[0], bounds[1]);
+  const float lo = bounds[0], hi = bounds[1];
+  const int act = activation_of(bounds);
+  if (use_winograd(&cv)) return conv2d_winograd(&cv, x, prep, y, bias, res, cols, nt, lo, hi,
+                                                act);
   if (use_transposed(&cv)) {
-    conv2d_transposed(&cv, x, prep, y, bias, res, nt, bounds[0], bounds[1]);
+    conv2d_transposed(&cv, x, prep, y, bias, res, nt, lo, hi, act);
     return 0;
   }
-  if (use_implicit(&cv)) return conv2d_implicit(&cv, x, prep, y, bias, res, cols, nt,
-                                               bounds[0], bounds[1]);
+  if (use_implicit(&cv)) return conv2d_implicit(&cv, x, prep, y, bias, res, cols, nt, lo, hi,
+                                               act);
   const int shared = shared_cols(&cv);
   i64 *ranges = malloc(sizeof(i64) * 2 * (size_t)(cv.kw + cv.kh));
   if (!ranges) return -1;
@@ -935,10 +1012,10 @@ int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bia
   for (i64 t = 0; t < cv.kh; t++)
     valid_range(cv.oh, cv.sh, t * cv.dh - cv.pt, cv.h, &cv.oy_range[2 * t],
                 &cv.oy_range[2 * t + 1]);
-  const float lo = bounds[0], hi = bounds[1];
   cv.spans = spans_for(&cv, nt);
   const i64 kslabs = (cv.k + KC - 1) / KC, tasks = cv.chunks * cv.spans;
-  const tile_out proto = {y, res, bias, cv.p, 0, lo, hi};
+  const tile_out proto = {.y = y, .res = res, .bias = bias, .ldy = cv.p, .lo = lo, .hi = hi,
+                          .act = act};
   int failed = 0;
 #pragma omp parallel num_threads(nt)
   {
@@ -971,12 +1048,14 @@ int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bia
         const i64 last = blk1 - 1, p0 = last * NR;
         if (cv.p - p0 < NR) {
           for (i64 q = q0; q < q1; q++) {
-            for (i64 i = 0; i < min64(MR, cv.og - q * MR); i++) {
-              const i64 m = grp * cv.og + q * MR + i, at = (b * cv.o + m) * cv.p + p0;
+            const i64 rows = min64(MR, cv.og - q * MR), m0 = grp * cv.og + q * MR;
+            for (i64 i = 0; i < rows; i++) {
+              const i64 m = m0 + i, at = (b * cv.o + m) * cv.p + p0;
               const float *tile = cb + ((last - blk0) * MCP + q - q0) * MR * NR;
               epilogue(y + at, tile + i * NR, cv.p - p0, bias ? bias + m : NULL, 0,
                        res ? res + at : NULL, lo, hi);
             }
+            if (act) activate(y + (b * cv.o + m0) * cv.p + p0, rows, cv.p, cv.p - p0, act);
           }
         }
       }
@@ -1014,6 +1093,7 @@ typedef struct {
   const float *x, *w, *bias, *res;
   float *y;
   float lo, hi;
+  int act;
   i64 c, off[];
 } window_job;
 
@@ -1151,7 +1231,8 @@ static i64 depthwise3_floats(const window_geom *wg) {
 }
 
 /* Runs the output rows of plane t (its padded input at `src`, rows `stride` apart, output
- * row oy at row oy * max(three, 1)) in blocks of DW_ROWS rows and BLOCK columns. */
+ * row oy at row oy * max(three, 1)) in blocks of DW_ROWS rows and BLOCK columns, then each
+ * band of rows (one stretch of the plane) through the activation. */
 static void depthwise_rows(const window_job *job, i64 t, const float *src, i64 stride,
                            float *tmp, int three) {
   const window_geom *wg = &job->wg;
@@ -1167,6 +1248,7 @@ static void depthwise_rows(const window_job *job, i64 t, const float *src, i64 s
                           min64(BLOCK, wg->ow - ox),
                           job->y + at + ox, bias, res ? res + ox : NULL, tmp,
                           (wg->oh - oy) * wg->ow - ox, nr, three);
+    if (job->act) activate(job->y + at, 1, 0, nr * wg->ow, job->act);
     oy += nr;
   }
 }
@@ -1332,6 +1414,7 @@ static void depthwise_small_group(const void *ctx, i64 t, float *buf) {
     epilogue(job->y + at, column, outs - whole, job->bias ? job->bias + ch : NULL, 0,
              job->res ? job->res + at : NULL, job->lo, job->hi);
   }
+  if (job->act) activate(job->y + at0, 1, 0, nc * outs, job->act); /* the group's planes */
 }
 
 /* Depthwise convolution, NCHW data, weights [C][KH][KW]. */
@@ -1346,6 +1429,7 @@ int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bia
   job->res = res;
   job->lo = bounds[0];
   job->hi = bounds[1];
+  job->act = activation_of(bounds);
   const window_geom *wg = &job->wg;
   const int nt = num_threads(g[14]);
   int status;
@@ -1402,6 +1486,7 @@ void ph_depthwise_nhwc(const float *x, const float *w, float *y, const float *bi
   const i64 sw = g[7], dh = g[8], dw = g[9], pt = g[10], pl = g[11], n = g[12], c = g[13];
   const int nt = num_threads(g[14]);
   const float lo = bounds[0], hi = bounds[1];
+  const int act = activation_of(bounds);
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (i64 t = 0; t < n * oh; t++) {
     const i64 b = t / oh, oy = t % oh;
@@ -1421,13 +1506,14 @@ void ph_depthwise_nhwc(const float *x, const float *w, float *y, const float *bi
       }
       epilogue(dst, dst, c, bias, 1, res ? res + (t * ow + ox) * c : NULL, lo, hi);
     }
+    if (act) activate(y + t * ow * c, 1, 0, ow * c, act); /* the output row */
   }
 }
 
 /* ---------------------------------------------------------------------------------------
- * Dense: y[M][U] = clamp(x[M][K] . w[U][K] + bias[U], lo, hi). Units are split statically
- * over the threads, so each thread reads the same weight rows on every call (they stay in
- * its cache when they fit).
+ * Dense: y[M][U] = act(clamp(x[M][K] . w[U][K] + bias[U], lo, hi)). Units are split
+ * statically over the threads, so each thread reads the same weight rows on every call (they
+ * stay in its cache when they fit).
  */
 static float hsum(vf v) {
   float s = 0.0f;
@@ -1441,6 +1527,7 @@ void ph_dense(const float *x, const float *w, float *y, const float *bias, const
   const int nt = m * k * u < PARALLEL_MIN_WORK ? 1 : num_threads(g[3]);
   const i64 kv = k / (2 * VW) * (2 * VW), quads = (u + 3) / 4;
   const float lo = bounds[0], hi = bounds[1];
+  const int act = activation_of(bounds);
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (i64 qd = 0; qd < quads; qd++) {
     const i64 u0 = qd * 4, nu = min64(4, u - u0);
@@ -1465,14 +1552,19 @@ void ph_dense(const float *x, const float *w, float *y, const float *bias, const
       epilogue(y + r * u + u0, dots, nu, bias ? bias + u0 : NULL, 1, NULL, lo, hi);
     }
   }
+  if (act) { /* afterwards, row by row: the quads are a few units each */
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (i64 r = 0; r < m; r++) activate(y + r * u, 1, 0, u, act);
+  }
 }
 
 /* ---------------------------------------------------------------------------------------
  * Matrix products y[bt][M][N] = a[bt] (M x K) x b[bt] (K x N), batched, with transposes
  * folded into strides: element (r, k) of a[bt] is a[bt * sa + r * ra + k * ca] and element
  * (k, n) of b[bt] is b[bt * sb + k * rb + n * cb] (a batch stride of 0 broadcasts). The
- * epilogue is y = clamp((acc + bias[n]) * scale[n] + res[bt * sr + r * N + n], lo, hi), each
- * of bias, scale and res skipped when NULL (sr = 0 broadcasts the residual over the batch).
+ * epilogue is y = act(clamp((acc + bias[n]) * scale[n] + res[bt * sr + r * N + n], lo, hi)),
+ * each of bias, scale and res skipped when NULL (sr = 0 broadcasts the residual over the
+ * batch).
  * Geometry g: {batch, M, N, K, sa, ra, ca, sb, rb, cb, packed, threads, sr}. b is used in
  * panels of NR columns (ph_matmul_pack_b): when `packed` is 1, `bp` already holds them
  * (constant weights, packed once); otherwise the threads pack b on every call into `bp`
@@ -1559,6 +1651,7 @@ static void mm_pack_rows(float *restrict ap, const float *restrict a, const mm_g
 typedef struct {
   const float *bias, *scale, *res;
   float lo, hi;
+  int act;
 } mm_epilogue;
 
 /* The rows x width corner of the raw tile c (row stride NR) through the epilogue into y
@@ -1578,6 +1671,7 @@ static void mm_store(float *restrict y, const float *restrict c, i64 rows, i64 w
       yi[j] = v > ep->hi ? ep->hi : v;
     }
   }
+  if (ep->act) activate(y, rows, ldy, width, ep->act);
 }
 
 /* One task: batch item bt, row panels [q0, q1), column blocks [blk0, blk1), in groups of
@@ -1599,10 +1693,11 @@ static void mm_task(const mm_geom *mg, const float *a, const float *bp, float *y
         const i64 n0 = blk * NR;
         for (i64 q = q0; q < q1; q++) {
           const i64 r0 = q * MR;
-          tile_out out = {y + base + r0 * mg->n + n0,
-                          ep->res ? ep->res + bt * mg->sr + r0 * mg->n + n0 : NULL, NULL, mg->n, 0,
-                          ep->lo, ep->hi, ep->bias ? ep->bias + n0 : NULL,
-                          ep->scale ? ep->scale + n0 : NULL};
+          tile_out out = {.y = y + base + r0 * mg->n + n0,
+                          .res = ep->res ? ep->res + bt * mg->sr + r0 * mg->n + n0 : NULL,
+                          .ldy = mg->n, .lo = ep->lo, .hi = ep->hi,
+                          .cbias = ep->bias ? ep->bias + n0 : NULL,
+                          .cscale = ep->scale ? ep->scale + n0 : NULL, .act = ep->act};
           micro_tile(ap + (q - q0) * mg->k * MR + k0 * MR, min64(MR, mg->m - r0), panel, NR,
                      kc, cbuf + ((blk - g0) * MCP + q - q0) * MR * NR, k0 > 0,
                      last && mg->n - n0 >= NR ? &out : NULL);
@@ -1624,7 +1719,7 @@ int ph_matmul(const float *a, const float *b, float *bp, float *y, const float *
               const float *scale, const float *res, const i64 *g, const float *bounds) {
   mm_geom mg = mm_geometry(g);
   const int nt = mg.batch * mg.m * mg.n * mg.k < PARALLEL_MIN_WORK ? 1 : num_threads(g[11]);
-  const mm_epilogue ep = {bias, scale, res, bounds[0], bounds[1]};
+  const mm_epilogue ep = {bias, scale, res, bounds[0], bounds[1], activation_of(bounds)};
   if (mg.k == 0) {
     float zero[NR * MR] = {0};
     for (i64 bt = 0; bt < mg.batch; bt++)

@@ -13,7 +13,7 @@ __all__ = ["ABI_SYMBOL", "ABI_VERSION", "NativeLibrary", "address"]
 
 #: The C function returning the library's ABI version, and the version this module expects.
 ABI_SYMBOL = "ph_abi_version"
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 _P = ctypes.c_void_p
 #: Entry point name -> (argument count, all pointers; return type).
