@@ -399,6 +399,26 @@ def @main(%x: {CONV_IN}, %w: {CONV_W}, %u: {CONV_W}) {{
     assert add_group.args[1] is mod["main"].params[1]  # %w: the first operand's weight
 
 
+def test_an_anchor_keeps_only_a_tail_shaped_like_its_result():
+    x4 = "Tensor[(1, 4, 8, 8), float32]"
+    mod = parse(f"""
+def @main(%x: {x4}, %w: Tensor[(4, 4, 1, 1), float32], %r: {x4}) {{
+  %0 = mean(%x, axis=[2, 3], keepdims=true);
+  %1 = nn.conv2d(%0, %w, channels=4, kernel_size=[1, 1]);
+  %2 = sigmoid(%1);
+  %3 = multiply(%x, %2);
+  %4 = nn.conv2d(%3, %w, channels=4, kernel_size=[1, 1]);
+  %5 = add(%4, %r);
+  nn.relu(%5)
+}}""")
+    out = run(FuseOps(), mod)
+    groups = [[c.op.name for c in op_calls(p.op.body)] for p in primitive_calls(out["main"])]
+    # the squeeze-excitation multiply enlarges the conv's [1, 4, 1, 1] result: a group of
+    # its own; the residual add and relu have the second conv's shape: its epilogue
+    assert sorted(groups) == sorted([["mean"], ["nn.conv2d", "sigmoid"], ["multiply"],
+                                     ["nn.conv2d", "add", "nn.relu"]])
+
+
 @pytest.mark.parametrize("ops, expected", [
     # injective after an out-elementwise-fusable op is a boundary
     (["nn.conv2d", "reshape"], [["nn.conv2d"], ["reshape"]]),

@@ -15,6 +15,11 @@ producer P of an operand when
   reduction N absorbs elementwise, broadcast and injective groups; out-elementwise-fusable
   and opaque calls absorb nothing, and nothing absorbs an opaque group,
 - the group keeps at most one anchor (an out-elementwise-fusable or reduction call),
+- a group anchored by an out-elementwise-fusable call (a convolution, a matrix product) is
+  absorbed only by a call whose result has the anchor's shape: its tail is then an
+  epilogue, computed where the anchor writes each element. A broadcast that enlarges the
+  result (squeeze-and-excitation's ``x * sigmoid(conv(mean(x)))``, whose convolution
+  gives one value per channel) starts a group of its own,
 - the group keeps at most ``max_depth`` operator calls.
 
 Producers are tried in operand order and each is absorbed if the group built so far, with
@@ -167,14 +172,18 @@ def _operands(call: Call) -> list[tuple[BaseExpr, BaseExpr]]:
 
 
 class _Group:
-    """A group while it is being grown: its number of calls and its kind (the pattern that
-    decides what may absorb it: its anchor's, else the widest of its calls')."""
+    """A group while it is being grown: its number of calls, its kind (the pattern that
+    decides what may absorb it: its anchor's, else the widest of its calls') and, when its
+    anchor is out-elementwise-fusable, the anchor's result shape."""
 
-    __slots__ = ("kind", "size")
+    __slots__ = ("anchor_shape", "kind", "size")
 
-    def __init__(self, kind: OpPattern) -> None:
-        self.kind = kind
+    def __init__(self, call: Call) -> None:
+        self.kind = _pattern(call)
         self.size = 1
+        ty = call.checked_type
+        self.anchor_shape = (ty.shape if self.kind is _P.OUT_ELEMWISE_FUSABLE
+                             and isinstance(ty, TensorType) else None)
 
 
 def _assign_groups(calls: list[Call], users: dict[int, object], max_depth: int,
@@ -183,7 +192,7 @@ def _assign_groups(calls: list[Call], users: dict[int, object], max_depth: int,
     groups: dict[int, _Group] = {}
     absorbed_by: dict[int, Call] = {}
     for call in calls:
-        group = groups[id(call)] = _Group(_pattern(call))
+        group = groups[id(call)] = _Group(call)
         allowed = _ABSORBS.get(group.kind, frozenset())
         if not allowed:
             continue
@@ -191,9 +200,11 @@ def _assign_groups(calls: list[Call], users: dict[int, object], max_depth: int,
             if id(operand) in absorbed_by or not _sole_use(operand, user, call, users):
                 continue
             other = groups.get(id(operand))
-            if other is not None and _can_absorb(group, other, allowed, max_depth):
+            if other is not None and _can_absorb(group, other, allowed, max_depth) \
+                    and _epilogue_shaped(call, other):
                 group.size += other.size
                 group.kind = _combined_kind(group.kind, other.kind)
+                group.anchor_shape = group.anchor_shape or other.anchor_shape
                 absorbed_by[id(operand)] = call
     owner: dict[int, Call] = {}
     for call in reversed(calls):
@@ -213,6 +224,15 @@ def _can_absorb(group: _Group, other: _Group, allowed: frozenset[OpPattern],
     """True when ``group`` may take in ``other`` by pattern, size and anchors."""
     return (other.kind in allowed and group.size + other.size <= max_depth
             and not (group.kind in _ANCHORS and other.kind in _ANCHORS))
+
+
+def _epilogue_shaped(call: Call, other: _Group) -> bool:
+    """True unless ``other`` is anchored by an out-elementwise-fusable call whose result
+    shape is not ``call``'s."""
+    if other.anchor_shape is None:
+        return True
+    ty = call.checked_type
+    return isinstance(ty, TensorType) and ty.shape == other.anchor_shape
 
 
 def _combined_kind(a: OpPattern, b: OpPattern) -> OpPattern:
