@@ -95,7 +95,7 @@ def _graph_passes() -> list[PassSpec]:
                     "fold per-channel scales into convolution and dense weights"),
         _graph_pass("CanonicalizeOps", "canonicalize_ops", 3, infer,
                     "rewrite nn.bias_add as add, powers by constant 2 and 3 as products, "
-                    "x * sigmoid(x) as nn.silu"),
+                    "x * sigmoid(x) as nn.silu, whole-plane avg pools as global"),
         _graph_pass("ConvertLayout", "convert_layout", 3, ("InferType", "CanonicalizeOps"),
                     "convert layout-sensitive operators to the desired layouts", (
                         OptionSpec("desired_layouts", STR_LIST_MAP, {},

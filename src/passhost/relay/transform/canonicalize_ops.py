@@ -20,6 +20,10 @@ FuseOps leaves it apart from the convolution; ``nn.silu`` reads it once and fuse
 and the cpu target's kernels apply it while they write their output (EfficientNet's
 activations). float16 and bfloat16 products stay: they round the sigmoid before the
 product, ``nn.silu`` rounds once.
+
+``nn.avg_pool2d`` of a float whose one window is the whole unpadded, undilated plane
+becomes ``nn.global_avg_pool2d`` (the same mean, an operator with a compiled loop where the
+window pool is a library call: EfficientNet-B0's head).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ _SILU_DTYPES = ("float32", "float64")
 @function_pass(opt_level=3, name="CanonicalizeOps", required=("InferType",))
 class CanonicalizeOps:
     """Rewrite ``nn.bias_add`` as a broadcasting ``add``, powers by 2 and 3 as products,
-    ``x * sigmoid(x)`` as ``nn.silu(x)``."""
+    ``x * sigmoid(x)`` as ``nn.silu(x)``, a whole-plane average pool as a global one."""
 
     def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
         """``func`` rewritten (itself when there is nothing to rewrite)."""
@@ -97,9 +101,23 @@ def product_as_silu(call: Call, lhs: BaseExpr, rhs: BaseExpr) -> BaseExpr | None
     return None
 
 
+def whole_plane_pool(call: Call, data: BaseExpr) -> BaseExpr | None:
+    """The ``nn.avg_pool2d`` ``call`` of float ``data`` (already rewritten) as
+    ``nn.global_avg_pool2d`` when its one window is the whole unpadded plane; else None."""
+    attrs, ty = call.attrs, call.args[0].checked_type
+    spatial = (ty.shape[2], ty.shape[3]) if attrs.layout == "NCHW" else (ty.shape[1],
+                                                                        ty.shape[2])
+    if (ty.dtype not in _FLOAT_DTYPES or tuple(attrs.pool_size) != spatial
+            or any(attrs.padding) or tuple(attrs.dilation) != (1, 1)
+            or attrs.layout not in ("NCHW", "NHWC")):
+        return None
+    return nn.global_avg_pool2d(data, layout=attrs.layout, out_layout=attrs.out_layout,
+                                span=call.span)
+
+
 class _Canonicalizer(ExprMutator):
-    """Rewrites each ``nn.bias_add`` call, each ``power`` by a constant 2 or 3 and each
-    product of a value and its sigmoid."""
+    """Rewrites each ``nn.bias_add`` call, each ``power`` by a constant 2 or 3, each
+    product of a value and its sigmoid and each whole-plane average pool."""
 
     def visit_call(self, call: Call, op: BaseExpr, args: list[BaseExpr]) -> BaseExpr:
         """``nn.bias_add`` becomes ``add``, a power by 2 or 3 products, ``x * sigmoid(x)``
@@ -110,4 +128,6 @@ class _Canonicalizer(ExprMutator):
             return products
         if op is tn.multiply and (silu := product_as_silu(call, *args)) is not None:
             return silu
+        if op is nn.avg_pool2d and (pool := whole_plane_pool(call, *args)) is not None:
+            return pool
         return super().visit_call(call, op, args)
