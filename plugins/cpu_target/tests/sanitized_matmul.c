@@ -2,7 +2,7 @@
  * UndefinedBehaviorSanitizer (test_cpu_native_sanitized.py): every combination of sizes
  * around the tiles, transposes, batches, a broadcast or packed second operand and 1 or 2
  * threads, checked against a float64 reference with the whole epilogue (each activation in
- * turn). "kernels.c" is the library's whole translation unit (vector math included). Prints
+ * turn, and a gate after it for half the sizes). "kernels.c" is the library's whole translation unit (vector math included). Prints
  * "ok" and exits 0 when every result agrees. */
 #include "kernels.c"
 #include <stdio.h>
@@ -26,7 +26,8 @@ static int check(i64 batch, i64 m, i64 n, i64 k, int ta, int tb, int bcast_b, in
     ph_matmul_pack_b(b, bp, g);
     g[10] = 1;
   }
-  int bad = ph_matmul(a, b, bp, y, bias, scale, res, g, bounds);
+  float *gate = act && (m + n) % 2 ? res : NULL; /* the residual's values, as a gate too */
+  int bad = ph_matmul(a, b, bp, y, bias, scale, res, gate, g, bounds);
   for (i64 t = 0; t < batch && !bad; t++)
     for (i64 r = 0; r < m; r++)
       for (i64 c = 0; c < n; c++) {
@@ -36,6 +37,7 @@ static int check(i64 batch, i64 m, i64 n, i64 k, int ta, int tb, int bcast_b, in
         double v = (acc + bias[c]) * scale[c] + res[(bcast_res ? 0 : t * m * n) + r * n + c];
         v = v < -0.75 ? -0.75 : v > 0.75 ? 0.75 : v;
         if (act) v = (act == ACT_SILU ? v : 1.0) / (1.0 + exp(-v));
+        if (gate) v *= gate[(t * m + r) * n + c];
         if (fabs(v - y[(t * m + r) * n + c]) > 1e-3) bad = 1;
       }
   free(a); free(b); free(y); free(res); free(bias); free(scale); free(bp);

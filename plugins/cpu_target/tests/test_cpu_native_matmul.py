@@ -18,6 +18,7 @@ from passhost.ir.module import IRModule
 from passhost.relay import nn
 from passhost.relay.expr import Function, var
 from passhost.relay.interpreter import evaluate
+from passhost.relay.op import tensor as tn
 from passhost.tir.function import decl_buffer
 from passhost.transform import PassContext
 from passhost_cpu_target import native
@@ -183,3 +184,49 @@ def test_a_zero_depth_product_takes_the_activation():
     got, expected, _ = _fused("matmul", {}, [_data((9, 0)), _data((0, 40))],
                               [("add", None, _data((40,)), False)], activation="nn.silu")
     assert_same([got], [expected])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("a_shape", "b_shape"), [
+    ((2, 37, 70), (70, 48)),       # the batch folded into rows; partial tiles both ways
+    ((3, 9, 300), (3, 300, 20)),   # batched, two slabs of the reduction, narrow
+], ids=["edges", "batched"])
+def test_a_gate_after_the_activation_is_multiplied_in_the_kernel(a_shape, b_shape, threads):
+    n = b_shape[-1]
+    out_shape = (*a_shape[:-1], n) if len(b_shape) == 2 else (*b_shape[:-2], a_shape[-2], n)
+    steps = [("add", None, _data((n,)), True), ("nn.silu", None, None, False),
+             ("multiply", None, _data(out_shape), False)]
+    got, expected, source = _fused("matmul", {}, [_data(a_shape), _frozen(_data(b_shape))],
+                                   steps, threads)
+    body = _body(source)
+    assert body.count("\n    ") == 1 and "_matmul(T, x0, x1, e0, None, None, e2," in body
+    assert_same([got], [expected], rtol=1e-5, atol=1e-5)
+
+
+def test_a_gate_is_only_a_product_right_after_the_activation():
+    out = decl_buffer((5, 8), "float32", "T")
+    gate, bias = decl_buffer((5, 8), "float32", "g"), decl_buffer((8,), "float32", "b")
+    silu = _call("nn.silu", [out], [out])
+    product = _call("multiply", [out], [out, gate])
+    assert match_epilogue(out, [silu, product], 1, gate=True) == Epilogue(
+        calls=2, activation="nn.silu", gate=gate)
+    assert match_epilogue(out, [silu, product], 1) == Epilogue(calls=1, activation="nn.silu")
+    assert match_epilogue(out, [product, silu], 1, gate=True) == Epilogue()
+    per_channel = _call("multiply", [out], [out, bias])
+    assert match_epilogue(out, [silu, per_channel], 1, gate=True) == Epilogue(
+        calls=1, activation="nn.silu")
+
+
+def test_a_swiglu_feed_forward_runs_as_one_native_call():
+    x = var("x", shape=(1, 24, 32), dtype="float32")
+    wg, wu = (var(name, shape=(32, 64), dtype="float32") for name in ("wg", "wu"))
+    gate = tn.matmul(x, wg)
+    body = tn.multiply(tn.multiply(gate, tn.sigmoid(gate)), tn.matmul(x, wu))
+    mod = IRModule.from_expr(Function([x, wg, wu], body))
+    weights = {"wg": _data((32, 64)), "wu": _data((32, 64))}
+    with PassContext(opt_level=3):
+        executor = passhost.build(mod, "cpu -num-threads=1", weights).executor()
+    x_value = _data((1, 24, 32))
+    assert len(executor._runs) == 1
+    np.testing.assert_allclose(executor(x_value)[0], evaluate(mod, x=x_value, **weights),
+                               rtol=1e-5, atol=1e-5)

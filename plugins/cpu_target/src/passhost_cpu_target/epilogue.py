@@ -11,11 +11,14 @@ in place on the producer's output ``T`` and is one of: an ``add`` (or ``nn.bias_
 a per-channel bias, a ``multiply`` by a per-channel scale (for kernels that take one, after
 the bias and before the residual), an ``add`` of a residual shaped like ``T``, then
 ``nn.relu`` or ``clip``, and, last, an activation: ``sigmoid`` or ``nn.silu`` (after a
-clamp, or after the sums when there is none). The native kernel then computes
-``act(clamp((acc + bias) * scale + residual, lo, hi))``: bias before residual whatever
-their order in the calls, which may round differently, as any reordering of a float32 sum
-(the kernel's own sums are ordered differently from the reference kernels' anyway); the
-activation rounds as the compiled loops' ``sigmoid`` and ``x * sigmoid(x)`` do.
+clamp, or after the sums when there is none). A kernel that takes a gate (the matrix
+product) also absorbs a ``multiply`` by an operand shaped like ``T`` right after the
+activation: SwiGLU's ``silu(x W) * (x V)``. The native kernel then computes
+``act(clamp((acc + bias) * scale + residual, lo, hi)) * gate``: bias before residual
+whatever their order in the calls, which may round differently, as any reordering of a
+float32 sum (the kernel's own sums are ordered differently from the reference kernels'
+anyway); the activation rounds as the compiled loops' ``sigmoid`` and ``x * sigmoid(x)``
+do, and the gate multiplies that rounded value, as the loops do.
 """
 
 from __future__ import annotations
@@ -40,8 +43,8 @@ ACTIVATIONS = ("sigmoid", "nn.silu")
 @frozen
 class Epilogue:
     """What a native kernel applies to its output: ``activation(clamp((acc + bias) * scale
-    + residual, lo, hi))``, the activation one of :data:`ACTIVATIONS` or None; ``calls`` is
-    how many kernel calls after the producer it replaces."""
+    + residual, lo, hi)) * gate``, the activation one of :data:`ACTIVATIONS` or None;
+    ``calls`` is how many kernel calls after the producer it replaces."""
 
     bias: Buffer | None = None
     residual: Buffer | None = None
@@ -50,6 +53,7 @@ class Epilogue:
     calls: int = 0
     scale: Buffer | None = None
     activation: str | None = None
+    gate: Buffer | None = None
 
 
 def _same(a: Buffer, b: Buffer) -> bool:
@@ -105,16 +109,29 @@ def _batch_broadcast(operand: Buffer, out: Buffer) -> bool:
             and all(d == 1 for d in operand.shape[:-2]))
 
 
+def _gate(following: Sequence[KernelCall], at: int, out: Buffer) -> Buffer | None:
+    """The operand of ``following[at]`` when it is an in-place ``multiply`` of ``out`` by
+    an operand of ``out``'s shape (and dtype float32); else None."""
+    if at >= len(following) or following[at].name != "multiply":
+        return None
+    call = following[at]
+    if any(b.dtype != "float32" for b in call_buffers(call)):
+        return None
+    operand = _other_operand(call, out)
+    return operand if operand is not None and operand.shape == out.shape else None
+
+
 def match_epilogue(out: Buffer, following: Sequence[KernelCall], channel_axis: int,
                    residual: bool = True, scale: bool = False,
-                   batch_residual: bool = False) -> Epilogue:
+                   batch_residual: bool = False, gate: bool = False) -> Epilogue:
     """The longest epilogue made of the first calls of ``following`` on the float32
     producer output ``out`` with channels along ``channel_axis`` (``residual=False`` when
     the kernel takes no residual, ``scale=True`` when it takes a per-channel scale,
     ``batch_residual=True`` when its residual may be one matrix broadcast over a batch of
-    them); an empty Epilogue when the first call does not fit. A scale must come after the
-    bias and before the residual, the order the kernel applies them in; after a clamp only
-    an activation may come, and an activation ends the epilogue."""
+    them, ``gate=True`` when it multiplies the result by a gate last); an empty Epilogue
+    when the first call does not fit. A scale must come after the bias and before the
+    residual, the order the kernel applies them in; after a clamp only an activation may
+    come, and an activation ends the epilogue but for a gate after it."""
     bias = res = mul = None
     lo, hi, clamped = -math.inf, math.inf, False
     for count, call in enumerate(following):
@@ -123,7 +140,9 @@ def match_epilogue(out: Buffer, following: Sequence[KernelCall], channel_axis: i
         if call.name in ACTIVATIONS:
             if not _in_place(call, out):
                 break
-            return Epilogue(bias, res, lo, hi, count + 1, mul, call.name)
+            product = _gate(following, count + 1, out) if gate else None
+            return Epilogue(bias, res, lo, hi, count + 1 + (product is not None), mul,
+                            call.name, product)
         if clamped:
             break
         if call.name in CLAMPS:

@@ -198,18 +198,18 @@ def _packed_matmul_b(b: np.ndarray, geometry: np.ndarray) -> tuple[np.ndarray, n
 
 
 def _matmul(out: np.ndarray, a: np.ndarray, b: np.ndarray, bias: np.ndarray | None,
-            scale: np.ndarray | None, residual: np.ndarray | None, geometry: np.ndarray,
-            bounds: np.ndarray, *, bindable: bool = False) -> Arguments:
+            scale: np.ndarray | None, residual: np.ndarray | None, gate: np.ndarray | None,
+            geometry: np.ndarray, bounds: np.ndarray, *, bindable: bool = False) -> Arguments:
     if b.flags.writeable:
         packed, used = None, geometry
     else:
         packed, used = _prepared_once(b, geometry, lambda: _packed_matmul_b(b, geometry))
-    return [a, b, packed, out, bias, scale, residual, used, bounds]
+    return [a, b, packed, out, bias, scale, residual, gate, used, bounds]
 
 
-#: Batched ``out = act(clamp((a @ b + bias) * scale + residual, lo, hi))`` with the operands'
-#: layouts (transposes, broadcast batches) in ``geometry``; a read-only ``b`` (a weight) is
-#: packed once, any other by the kernel on every call.
+#: Batched ``out = act(clamp((a @ b + bias) * scale + residual, lo, hi)) * gate`` with the
+#: operands' layouts (transposes, broadcast batches) in ``geometry``; a read-only ``b`` (a
+#: weight) is packed once, any other by the kernel on every call.
 matmul = NativeKernel("matmul", "matmul", _matmul)
 
 

@@ -146,13 +146,14 @@ def _matmul_plan(call: KernelCall, following: Sequence[KernelCall], num_threads:
     the batch only when the batch is not folded into the rows)."""
     out = call.outputs[0]
     epilogue = match_epilogue(out, following, out.ndim - 1, scale=True,
-                              batch_residual=m == out.shape[-2])
+                              batch_residual=m == out.shape[-2], gate=True)
     residual = epilogue.residual
     residual_stride = 0 if residual is None or residual.shape != out.shape else m * n
     geometry = _constant((batch, m, n, k, a.batch, a.row, a.col, b.batch, b.row, b.col, 0,
                           num_threads, residual_stride), "int64")
     return KernelPlan(native_kernels.matmul, (geometry, _bounds(epilogue)), {},
-                      (epilogue.bias, epilogue.scale, epilogue.residual), epilogue.calls)
+                      (epilogue.bias, epilogue.scale, epilogue.residual, epilogue.gate),
+                      epilogue.calls)
 
 
 def _matmul(call: KernelCall, following: Sequence[KernelCall],

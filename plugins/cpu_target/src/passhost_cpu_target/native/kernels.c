@@ -26,7 +26,7 @@
 #endif
 
 /* Bumped whenever a signature changes; the loader refuses a library with another value. */
-int ph_abi_version(void) { return 4; }
+int ph_abi_version(void) { return 5; }
 
 #if defined(__AVX512F__)
 #define VW 16
@@ -170,6 +170,13 @@ static void activate(float *y, i64 rows, i64 ld, i64 n, int act) {
       store_first(row + j, last, n - j);
     }
   }
+}
+
+/* y[r * ld + j] *= gate[r * ld + j] for r < rows, j < n: a gated product after the
+ * activation, as SwiGLU's silu(x W) * (x V), on what the caller has just stored. */
+static void gate_rows(float *y, i64 rows, i64 ld, i64 n, const float *gate) {
+  for (i64 r = 0; r < rows; r++)
+    for (i64 j = 0; j < n; j++) y[r * ld + j] *= gate[r * ld + j];
 }
 
 /* dst[j] = clamp(src[j] + bias[j * bias_step] (+ res[j]), lo, hi) for j < n (no bias when
@@ -342,7 +349,8 @@ static void pack_cols(float *restrict bp, const float *restrict xg, const conv_g
 /* Where a micro-tile goes through the epilogue: rows of `y` (stride ldy) starting at output
  * channel m0, with `res` laid out like y (or NULL) and bias[m0 + i] (or no bias); matrix
  * products add a bias per column, cbias[j], then multiply by cscale[j] (each NULL when
- * absent; both point at the tile's first column); `act` after the clamp. */
+ * absent; both point at the tile's first column); `act` after the clamp, then the product
+ * with `gate` (laid out like y, or NULL). */
 typedef struct {
   float *y;
   const float *res, *bias;
@@ -350,6 +358,7 @@ typedef struct {
   float lo, hi;
   const float *cbias, *cscale;
   int act;
+  const float *gate;
 } tile_out;
 
 static vf vclamp(vf v, vf lo, vf hi) {
@@ -396,6 +405,7 @@ static inline __attribute__((always_inline)) void micro_core(
     }
   }
   if (out->act) activate(out->y, rows, out->ldy, NR, out->act);
+  if (out->gate) gate_rows(out->y, rows, out->ldy, NR, out->gate);
 }
 
 static void micro_tile(const float *restrict a, i64 rows, const float *restrict b, i64 ldb,
@@ -1649,15 +1659,16 @@ static void mm_pack_rows(float *restrict ap, const float *restrict a, const mm_g
 }
 
 typedef struct {
-  const float *bias, *scale, *res;
+  const float *bias, *scale, *res, *gate;
   float lo, hi;
   int act;
 } mm_epilogue;
 
 /* The rows x width corner of the raw tile c (row stride NR) through the epilogue into y
- * (and res) at row stride ldy, for columns starting at n0. */
+ * (and res and gate, laid out like y) at row stride ldy, for columns starting at n0. */
 static void mm_store(float *restrict y, const float *restrict c, i64 rows, i64 width,
-                     i64 ldy, const float *res, i64 n0, const mm_epilogue *ep) {
+                     i64 ldy, const float *res, const float *gate, i64 n0,
+                     const mm_epilogue *ep) {
   for (i64 i = 0; i < rows; i++) {
     const float *ci = c + i * NR;
     float *yi = y + i * ldy;
@@ -1672,6 +1683,7 @@ static void mm_store(float *restrict y, const float *restrict c, i64 rows, i64 w
     }
   }
   if (ep->act) activate(y, rows, ldy, width, ep->act);
+  if (gate) gate_rows(y, rows, ldy, width, gate);
 }
 
 /* One task: batch item bt, row panels [q0, q1), column blocks [blk0, blk1), in groups of
@@ -1697,7 +1709,8 @@ static void mm_task(const mm_geom *mg, const float *a, const float *bp, float *y
                           .res = ep->res ? ep->res + bt * mg->sr + r0 * mg->n + n0 : NULL,
                           .ldy = mg->n, .lo = ep->lo, .hi = ep->hi,
                           .cbias = ep->bias ? ep->bias + n0 : NULL,
-                          .cscale = ep->scale ? ep->scale + n0 : NULL, .act = ep->act};
+                          .cscale = ep->scale ? ep->scale + n0 : NULL, .act = ep->act,
+                          .gate = ep->gate ? ep->gate + base + r0 * mg->n + n0 : NULL};
           micro_tile(ap + (q - q0) * mg->k * MR + k0 * MR, min64(MR, mg->m - r0), panel, NR,
                      kc, cbuf + ((blk - g0) * MCP + q - q0) * MR * NR, k0 > 0,
                      last && mg->n - n0 >= NR ? &out : NULL);
@@ -1709,17 +1722,18 @@ static void mm_task(const mm_geom *mg, const float *a, const float *bp, float *y
     for (i64 q = q0; q < q1; q++) {
       const i64 r0 = q * MR, at = base + r0 * mg->n + n0;
       mm_store(y + at, cbuf + ((blk - g0) * MCP + q - q0) * MR * NR, min64(MR, mg->m - r0),
-               mg->n - n0, mg->n, ep->res ? ep->res + bt * mg->sr + r0 * mg->n + n0 : NULL, n0,
-               ep);
+               mg->n - n0, mg->n, ep->res ? ep->res + bt * mg->sr + r0 * mg->n + n0 : NULL,
+               ep->gate ? ep->gate + at : NULL, n0, ep);
     }
   }
 }
 
 int ph_matmul(const float *a, const float *b, float *bp, float *y, const float *bias,
-              const float *scale, const float *res, const i64 *g, const float *bounds) {
+              const float *scale, const float *res, const float *gate, const i64 *g,
+              const float *bounds) {
   mm_geom mg = mm_geometry(g);
   const int nt = mg.batch * mg.m * mg.n * mg.k < PARALLEL_MIN_WORK ? 1 : num_threads(g[11]);
-  const mm_epilogue ep = {bias, scale, res, bounds[0], bounds[1], activation_of(bounds)};
+  const mm_epilogue ep = {bias, scale, res, gate, bounds[0], bounds[1], activation_of(bounds)};
   if (mg.k == 0) {
     float zero[NR * MR] = {0};
     for (i64 bt = 0; bt < mg.batch; bt++)
@@ -1727,7 +1741,8 @@ int ph_matmul(const float *a, const float *b, float *bp, float *y, const float *
         for (i64 n0 = 0; n0 < mg.n; n0 += NR) {
           const i64 at = (bt * mg.m + r) * mg.n + n0;
           mm_store(y + at, zero, 1, min64(NR, mg.n - n0), mg.n,
-                   res ? res + bt * mg.sr + r * mg.n + n0 : NULL, n0, &ep);
+                   res ? res + bt * mg.sr + r * mg.n + n0 : NULL, gate ? gate + at : NULL, n0,
+                   &ep);
         }
     return 0;
   }
@@ -1794,7 +1809,7 @@ int32_t ph_dense__packed(void *const *a) {
   return 0;
 }
 int32_t ph_matmul__packed(void *const *a) {
-  return ph_matmul(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+  return ph_matmul(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
 }
 
 /* Calls fns[i](args[i]) for i < n in order; on a failure, stores i in *failed and returns

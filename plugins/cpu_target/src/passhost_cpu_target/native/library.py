@@ -13,7 +13,7 @@ __all__ = ["ABI_SYMBOL", "ABI_VERSION", "NativeLibrary", "address"]
 
 #: The C function returning the library's ABI version, and the version this module expects.
 ABI_SYMBOL = "ph_abi_version"
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 _P = ctypes.c_void_p
 #: Entry point name -> (argument count, all pointers; return type).
@@ -26,7 +26,7 @@ _SIGNATURES: dict[str, tuple[int, Any]] = {
     "ph_depthwise_nhwc": (7, None),
     "ph_max_pool_nchw": (3, ctypes.c_int),
     "ph_dense": (6, None),
-    "ph_matmul": (9, ctypes.c_int),
+    "ph_matmul": (10, ctypes.c_int),
     "ph_matmul_packed": (1, ctypes.c_int64),
     "ph_matmul_pack_b": (3, None),
 }
