@@ -78,10 +78,14 @@ def test_nchw_conv2d(case, threads):
     (1, 16, 8, 20, 20, (1, 1, 1, 1)),
     (2, 24, 20, 21, 25, (1, 0, 0, 1)),
     (1, 17, 150, 40, 33, (2, 1, 0, 2)),
+    (2, 40, 70, 14, 14, (1, 1, 1, 1)),     # 7 tiles across: 4 tile rows packed side by side
+    (1, 24, 9, 11, 13, (1, 1, 1, 1)),      # 7 x 6 tiles, an odd last row and column
+    (1, 16, 16, 10, 12, (1, 1, 1, 1)),     # 120 outputs: just over the Winograd minimum
 ])
 def test_winograd_sized_3x3_convolutions(threads, n, c, o, h, w, padding):
-    """3x3 stride-1 convolutions with at least 400 outputs per channel (the Winograd path),
-    odd output sizes and more output channels than one task holds included."""
+    """3x3 stride-1 convolutions with at least 100 outputs per channel (the Winograd path),
+    odd output sizes, tile rows packed side by side and more output channels than one task
+    holds included."""
     data, weight = _data((n, c, h, w)), _data((o, c, 3, 3))
     got, expected, source = run_op("nn.conv2d", {"padding": padding}, [data, weight],
                                    num_threads=threads)
