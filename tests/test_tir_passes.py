@@ -252,26 +252,17 @@ def test_collapse_loops_leaves_nests_whose_accesses_do_not_merge(access):
     assert _run(CollapseLoops, before) == text.print_module(before)
 
 
-def test_collapse_loops_keeps_long_inner_loops_and_the_outermost_loop():
-    long_inner = _parse("""\
-        prim_func @f [global_symbol="f"] (%a_data: handle) {
-          buffer %a: float32[4, 64] = match(%a_data, data=%a_data);
-          for %i: int64 in serial(int64(0), int64(4)) {
-            for %j: int64 in serial(int64(0), int64(64)) {
+@pytest.mark.parametrize("inner", [64, 4], ids=["long-inner", "two-loops-only"])
+def test_collapse_loops_keeps_long_inner_loops_and_the_outermost_loop(inner):
+    # an inner loop of 64 is long enough; of 4, merging would leave no outer loop
+    nest = _parse(f"""\
+        prim_func @f [global_symbol="f"] (%a_data: handle) {{
+          buffer %a: float32[4, {inner}] = match(%a_data, data=%a_data);
+          for %i: int64 in serial(int64(0), int64(4)) {{
+            for %j: int64 in serial(int64(0), int64({inner})) {{
               %a[%i, %j] = 1.0;
-            }
-          }
-        }
+            }}
+          }}
+        }}
         """)
-    assert _run(CollapseLoops, long_inner) == text.print_module(long_inner)
-    single = _parse("""\
-        prim_func @f [global_symbol="f"] (%a_data: handle) {
-          buffer %a: float32[4, 4] = match(%a_data, data=%a_data);
-          for %i: int64 in serial(int64(0), int64(4)) {
-            for %j: int64 in serial(int64(0), int64(4)) {
-              %a[%i, %j] = 1.0;
-            }
-          }
-        }
-        """)
-    assert _run(CollapseLoops, single) == text.print_module(single)
+    assert _run(CollapseLoops, nest) == text.print_module(nest)
