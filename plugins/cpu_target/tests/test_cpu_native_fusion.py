@@ -247,6 +247,25 @@ def test_nchw_depthwise_on_large_planes_applies_bias_residual_and_clip(threads, 
 
 
 @pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("h", "w", "k"), [(13, 28, 5), (29, 33, 5), (30, 45, 7), (9, 100, 7),
+                                           (14, 14, 7), (20, 27, 5)])
+def test_nchw_depthwise_5x5_and_7x7_apply_bias_residual_and_clip(threads, h, w, k):
+    """Padded 5x5 and 7x7 stride-1 layers: the row-reuse path for rows of at least two
+    vectors less a quarter (blocks of four rows and single rows after them, whole and
+    partial vectors, more than one 64-output segment), the phase-plane path below."""
+    c, pad = 6, k // 2
+    data, weight = RNG.uniform(-1, 1, (2, c, h, w)), RNG.uniform(-2, 2, (c, 1, k, k))
+    bias, res = RNG.uniform(-1, 1, (c, 1, 1)), RNG.uniform(-1, 1, (2, c, h, w))
+    got, expected, source = _fused(
+        "nn.conv2d", {"groups": c, "padding": (pad,) * 4},
+        [data.astype("float32"), weight.astype("float32")],
+        [("add", None, bias.astype("float32"), False), ("add", None, res.astype("float32"), True),
+         ("clip", {"a_min": -0.5, "a_max": 1.5}, None, False)], threads)
+    assert _body(source).count("\n    ") == 1 and "depthwise_conv2d" in source
+    assert_same([got], [expected], atol=1e-5)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(("hw", "stride", "pad"), [(14, 1, 1), (7, 1, 1), (13, 2, 1), (14, 2, 0),
                                                    (4, 1, 1), (28, 2, 1), (27, 2, 1)])
 def test_nchw_depthwise_on_small_planes_applies_bias_residual_and_clip(threads, hw, stride,
@@ -307,6 +326,8 @@ CONV_PATHS = {
 DEPTHWISE_PATHS = {
     "rows-3x3": (2, 5, 19, 37, 3, 1, 1, "NCHW"),
     "rows-3x3-stride-2": (2, 5, 40, 75, 3, 2, 1, "NCHW"),
+    "rows-5x5": (1, 3, 13, 30, 5, 1, 2, "NCHW"),
+    "rows-7x7": (2, 4, 30, 45, 7, 1, 3, "NCHW"),
     "phase-planes": (1, 3, 20, 23, 5, 1, 2, "NCHW"),
     "small-planes": (2, 21, 7, 7, 3, 1, 1, "NCHW"),
     "small-planes-stride-2": (1, 19, 14, 14, 5, 2, 2, "NCHW"),
