@@ -2,9 +2,9 @@
  * UndefinedBehaviorSanitizer (test_cpu_native_sanitized.py): every combination of sizes
  * around the tiles, transposes, batches, a broadcast or packed second operand and 1 or 2
  * threads, checked against a float64 reference with the whole epilogue (each activation in
- * turn, and a gate after it for half the sizes). "kernels.c" is the library's whole translation unit (vector math included). Prints
+ * turn, and a gate after it for half the sizes), built with the library's units. Prints
  * "ok" and exits 0 when every result agrees. */
-#include "kernels.c"
+#include "kernels.h"
 #include <stdio.h>
 static float frand(unsigned *s) { *s = *s * 1103515245u + 12345u; return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f; }
 static int check(i64 batch, i64 m, i64 n, i64 k, int ta, int tb, int bcast_b, int bcast_res,

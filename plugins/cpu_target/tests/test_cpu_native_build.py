@@ -1,5 +1,7 @@
 """Building and loading native kernels: the cache directory, reuse of a cached library, a
-corrupt cache entry rebuilt, processes building at once, compile failures, the ABI check,
+corrupt cache entry rebuilt, processes building at once, libraries of several units (each
+compiled, then linked; a failing unit named; an interrupted build stops its compilers),
+compile failures, the ABI check,
 the one warning and the NumPy fallback when the library cannot be built, and
 ``PASSHOST_CPU_NATIVE=0``. Small C sources stand in for the kernels where only the build
 machinery is under test."""
@@ -110,6 +112,47 @@ def test_a_source_that_does_not_compile_names_the_compiler_error(tmp_path):
     with pytest.raises(build.NativeBuildError, match="error: expected"):
         build.load_or_build(bad, "ph_abi_version", 7, directory=tmp_path / "cache")
     assert not any((tmp_path / "cache").iterdir())
+
+
+#: A library of two units and the header they share.
+UNITS = {"shared.h": "int twice(int x);\n",
+         "abi.c": '#include "shared.h"\nint ph_abi_version(void) { return 7; }\n',
+         "twice.c": '#include "shared.h"\nint twice(int x) { return 2 * x; }\n'}
+
+
+def test_units_are_compiled_each_and_linked_into_one_library(tmp_path):
+    cache = tmp_path / "cache"
+    lib = build.load_or_build(UNITS, "ph_abi_version", 7, directory=cache, stem="tiny")
+    assert _twice(lib, 5) == 10
+    (built,) = _libraries(cache)
+    assert sorted(p.name for p in cache.iterdir()) == [built.name, built.name + ".sha256"]
+    # The header is part of the cache key: editing it builds a new library.
+    build.load_or_build({**UNITS, "shared.h": UNITS["shared.h"] + "int unused(void);\n"},
+                        "ph_abi_version", 7, directory=cache, stem="tiny")
+    assert len(_libraries(cache)) == 2
+
+
+def test_a_unit_that_does_not_compile_is_named(tmp_path):
+    units = {**UNITS, "twice.c": "int twice(int x) { return 2 * x }\n"}
+    with pytest.raises(build.NativeBuildError, match=r"(?s)twice\.c: .*error: expected"):
+        build.load_or_build(units, "ph_abi_version", 7, directory=tmp_path / "cache",
+                            stem="tiny")
+    assert not any((tmp_path / "cache").iterdir())
+
+
+def test_sources_without_a_unit_are_refused(tmp_path):
+    with pytest.raises(build.NativeBuildError, match="no C unit"):
+        build.load_or_build({"shared.h": UNITS["shared.h"]}, "ph_abi_version", 7,
+                            directory=tmp_path / "cache")
+
+
+def test_the_kernel_sources_put_the_vector_math_before_the_activations():
+    files = native.sources()
+    assert {"kernels.h", "common.c", "conv.c", "window.c", "matmul.c", "steps.c"} <= set(files)
+    common = files["common.c"]
+    assert common.index("ph_sigmoid_f32(float x)") < common.index('#line 1 "common.c"')
+    assert all("ph_sigmoid_f32(float x)" not in text
+               for name, text in files.items() if name != "common.c")
 
 
 def test_a_library_with_another_abi_is_refused(source, tmp_path):
@@ -230,5 +273,26 @@ def test_an_interrupted_build_leaves_no_files(source, tmp_path, monkeypatch):
 
     monkeypatch.setattr(build.subprocess, "run", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        build._compile("cc", source.read_bytes(), ("-O3",), cache / "tiny-x.so")
+        build._compile("cc", {"tiny.c": source.read_bytes()}, ("-O3",), cache / "tiny-x.so")
+    assert list(cache.iterdir()) == []
+
+
+def test_an_interrupted_build_of_units_stops_its_compilers(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    started = []
+    real_popen = subprocess.Popen
+
+    def popen(args, **kwargs):
+        if started:
+            raise KeyboardInterrupt
+        started.append(real_popen(["sleep", "60"], **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(build, "_cores", lambda: 2)
+    monkeypatch.setattr(build.subprocess, "Popen", popen)
+    files = {name: text.encode() for name, text in UNITS.items()}
+    with pytest.raises(KeyboardInterrupt):
+        build._compile("cc", files, ("-O3",), cache / "tiny-x.so")
+    assert started[0].returncode is not None  # killed, not left running
     assert list(cache.iterdir()) == []

@@ -22,10 +22,14 @@ def test_matmul_runs_clean_under_the_sanitizers(tmp_path):
     compiler = find_compiler()
     if compiler is None:
         pytest.skip("no C compiler")
-    (tmp_path / native.SOURCE.name).write_text(native.unit_source(), encoding="utf-8")
+    units = []
+    for name, text in native.sources().items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        if name.endswith(".c"):
+            units.append(tmp_path / name)
     program = build_sanitized(compiler, [
         "-std=gnu11", "-O1", "-g", "-march=native", "-fopenmp", "-Wall", "-Werror",
-        f"-I{tmp_path}", DRIVER], tmp_path / "sanitized_matmul")
+        f"-I{tmp_path}", DRIVER, *units], tmp_path / "sanitized_matmul")
     run = subprocess.run([str(program)], capture_output=True, text=True, check=False,
                          timeout=300)
     assert run.returncode == 0 and "runtime error" not in run.stderr, run.stdout + run.stderr

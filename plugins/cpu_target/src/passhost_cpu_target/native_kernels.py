@@ -7,7 +7,7 @@ epilogue while they write the output: ``out = act(clamp(acc + bias + residual, l
 with ``bias`` (one value per output channel) and ``residual`` (shaped like ``out``) None
 when absent, and ``bounds`` = ``[lo, hi, code]`` (float32), ``code`` the activation's
 :data:`ACTIVATION_CODES` entry. ``geometry`` is the int64 array of static sizes the
-C function reads (see ``native/kernels.c``); planners build it once per call site.
+C function reads (see ``native/kernels/``); planners build it once per call site.
 
 Each kernel is a :class:`NativeKernel`: its ``arguments`` give the C function's arguments
 (arrays, None for NULL) for the kernel's own arguments, so that a step calling it can also
@@ -35,7 +35,7 @@ __all__ = ["ACTIVATION_CODES", "MATMUL_PACKED", "NativeKernel", "bound_arguments
 #: The index of the "b is packed" flag in a matmul geometry (see ``ph_matmul``).
 MATMUL_PACKED = 10
 #: The third value of a kernel's ``bounds`` for each activation applied after the clamp
-#: (None: no activation); ``activate()`` in ``native/kernels.c`` reads it.
+#: (None: no activation); ``activate()`` in ``native/kernels/common.c`` reads it.
 ACTIVATION_CODES: dict[str | None, float] = {None: 0.0, "sigmoid": 1.0, "nn.silu": 2.0}
 
 #: (id of a read-only weight array, geometry bytes) -> a weak reference to the array (whose

@@ -1,8 +1,10 @@
-"""Compiling the native kernel source with the system C compiler into a shared library in
-a cache directory, and loading it with ctypes.
+"""Compiling C sources with the system C compiler into a shared library in a cache
+directory, and loading it with ctypes.
 
-The cached file's name is a hash of everything the machine code depends on: the source,
-the compiler's identity (``--version`` output), the flags and the machine. A library is
+A source is one translation unit, or several files (units and the headers they include),
+whose units are compiled at the same time, one compiler per core, and linked. The cached
+file's name is a hash of everything the machine code depends on: the files, the compiler's
+identity (``--version`` output), the flags and the machine. A library is
 written to a temporary file in the cache directory and renamed into place, so processes
 compiling at the same time never see a partial file, and an interrupted build leaves no
 file behind.
@@ -30,13 +32,17 @@ import stat
 import subprocess
 import tempfile
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
 __all__ = ["EXTRA_FLAGS_VAR", "FLAG_SETS", "OMP_WAIT_POLICY", "NativeBuildError",
-           "NativeCacheWarning", "cache_dir", "extra_flags", "find_compiler", "load_or_build",
-           "safe_directory"]
+           "NativeCacheWarning", "Source", "cache_dir", "extra_flags", "find_compiler",
+           "load_or_build", "safe_directory"]
+
+#: What load_or_build compiles: a C file, the text of one translation unit, or files by
+#: name (``.c`` units, compiled each on its own and linked, and the headers they include).
+Source = Path | str | Mapping[str, str]
 
 #: Compiler flags to try in order: the fastest first; without OpenMP the kernels run on one
 #: thread, without -march=native they use the baseline instruction set.
@@ -46,7 +52,8 @@ FLAG_SETS: tuple[tuple[str, ...], ...] = (
     ("-O3", "-march=native"),
     ("-O3",),
 )
-_COMMON_FLAGS = ("-std=gnu11", "-shared", "-fPIC")
+_COMPILE_FLAGS = ("-std=gnu11", "-fPIC")
+_LINK_FLAGS = ("-shared",)
 #: The environment variable holding flags added to every compilation (shell syntax), e.g.
 #: ``-fsanitize=address,undefined -Wall -Werror`` to build the kernels and the generated
 #: loops with sanitizers (load them in a process with the sanitizer runtime preloaded).
@@ -150,10 +157,14 @@ def _machine() -> str:
     return "\n".join(dict.fromkeys(parts))
 
 
-def _library_path(directory: Path, stem: str, source: bytes, identity: str,
+def _library_path(directory: Path, stem: str, files: Mapping[str, bytes], identity: str,
                   flags: Sequence[str]) -> Path:
     digest = hashlib.sha256()
-    for part in (source, identity.encode(), " ".join(flags).encode(), _machine().encode()):
+    for name in sorted(files):
+        for part in (name.encode(), files[name]):
+            digest.update(len(part).to_bytes(8, "little"))
+            digest.update(part)
+    for part in (identity.encode(), " ".join(flags).encode(), _machine().encode()):
         digest.update(part)
         digest.update(b"\0")
     return directory / f"{stem}-{digest.hexdigest()[:24]}{_SUFFIX}"
@@ -191,21 +202,76 @@ def _write_atomically(target: Path, write: Callable[[str], str | None]) -> str |
             os.unlink(tmp)
 
 
-def _compile(compiler: str, source: bytes, flags: Sequence[str], target: Path) -> str | None:
-    """Compile the C ``source`` into ``target`` atomically and record its content hash;
-    the compiler's complaint on failure. The compiler reads the source from a temporary
-    file beside the target, removed afterwards."""
+def _complaint(result: subprocess.CompletedProcess[str]) -> str:
+    return result.stderr.strip()[-400:] or f"exit status {result.returncode}"
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def _compile_units(compiler: str, units: Sequence[str], flags: Sequence[str],
+                   work: str) -> str | None:
+    """Compile each unit in ``work`` into ``<unit>.o``, a compiler per core at a time; the
+    first complaint, or None."""
+    pending, running, problem = list(units), [], None
+    try:
+        while pending or running:
+            while pending and len(running) < _cores():
+                unit = pending.pop(0)
+                running.append((unit, subprocess.Popen(
+                    [compiler, *flags, *_COMPILE_FLAGS, "-c", unit, "-o", f"{unit}.o"],
+                    cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)))
+            unit, process = running.pop(0)
+            try:
+                _, stderr = process.communicate(timeout=600)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.communicate()
+                stderr = "timed out after 600 s"
+            if process.returncode != 0 and problem is None:
+                problem = f"{unit}: {stderr.strip()[-400:] or process.returncode}"
+    finally:  # interrupted: no compiler outlives the build
+        for _, process in running:
+            process.kill()
+            process.wait()
+    return problem
+
+
+def _compile(compiler: str, files: Mapping[str, bytes], flags: Sequence[str],
+             target: Path) -> str | None:
+    """Compile the C ``files`` (their ``.c`` units, linked when there are several) into
+    ``target`` atomically and record its content hash; the compiler's complaint on failure.
+    The compiler reads the files from a temporary directory beside the target, removed
+    afterwards."""
 
     def build(tmp: str) -> str | None:
-        # The source's name is recorded in the library: keep it the same on every build.
+        # The sources' names are recorded in the library: keep them the same on every build.
         with tempfile.TemporaryDirectory(prefix=f".{target.stem}-", dir=target.parent) as work:
-            name = target.stem.rsplit("-", 1)[0] + ".c"
-            Path(work, name).write_bytes(source)
-            result = subprocess.run([compiler, *flags, *_COMMON_FLAGS, name, "-o",
-                                     os.path.abspath(tmp)], cwd=work, capture_output=True,
-                                    text=True, timeout=600, check=False)
-        if result.returncode != 0:
-            return result.stderr.strip()[-400:] or f"exit status {result.returncode}"
+            for name, text in files.items():
+                Path(work, name).write_bytes(text)
+            # the longest first, so that the last to start are the quickest to finish
+            units = sorted((name for name in files if name.endswith(".c")),
+                           key=lambda name: (-len(files[name]), name))
+            out = ["-o", os.path.abspath(tmp)]
+            if len(units) == 1:
+                result = subprocess.run([compiler, *flags, *_COMPILE_FLAGS, *_LINK_FLAGS,
+                                         *units, *out], cwd=work, capture_output=True,
+                                        text=True, timeout=600, check=False)
+                problem = None if result.returncode == 0 else _complaint(result)
+            else:
+                problem = _compile_units(compiler, units, flags, work)
+                if problem is None:
+                    result = subprocess.run([compiler, *flags, *_LINK_FLAGS,
+                                             *(f"{unit}.o" for unit in units), *out],
+                                            cwd=work, capture_output=True, text=True,
+                                            timeout=600, check=False)
+                    problem = None if result.returncode == 0 else _complaint(result)
+        if problem is not None:
+            return problem
         digest = _file_digest(Path(tmp))
 
         def record(path: str) -> None:
@@ -238,19 +304,27 @@ def _load(path: Path, abi_symbol: str, abi: int) -> ctypes.CDLL | None:
     return lib if version() == abi else None
 
 
-def load_or_build(source: Path | str, abi_symbol: str, abi: int, *,
+def _files(source: Source, stem: str | None) -> tuple[dict[str, bytes], str]:
+    """The files of ``source`` by name, and the library's stem."""
+    if isinstance(source, Path):
+        return {source.name: source.read_bytes()}, stem or source.stem
+    if isinstance(source, str):
+        return {f"{stem or 'unit'}.c": source.encode()}, stem or "unit"
+    if not any(name.endswith(".c") for name in source):
+        raise NativeBuildError("no C unit (a file ending in .c) among the sources")
+    return {name: text.encode() for name, text in source.items()}, stem or "unit"
+
+
+def load_or_build(source: Source, abi_symbol: str, abi: int, *,
                   directory: Path | None = None, compiler: str | None = None,
                   stem: str | None = None,
                   flag_sets: Sequence[Sequence[str]] = FLAG_SETS) -> ctypes.CDLL:
-    """The compiled C ``source`` (a file, or the text itself with a ``stem`` naming it)
-    loaded with ctypes, from the cache or compiled into it with the first of ``flag_sets``
-    that works, plus the flags of :data:`EXTRA_FLAGS_VAR`. ``abi_symbol`` names a C
-    function returning ``abi``; a cached library that fails to load or returns another
-    number is rebuilt."""
-    if isinstance(source, Path):
-        text, stem = source.read_bytes(), stem or source.stem
-    else:
-        text, stem = source.encode(), stem or "unit"
+    """The compiled C ``source`` (a file, the text of one unit, or files by name; ``stem``
+    names the library) loaded with ctypes, from the cache or compiled into it with the
+    first of ``flag_sets`` that works, plus the flags of :data:`EXTRA_FLAGS_VAR`.
+    ``abi_symbol`` names a C function returning ``abi``; a cached library that fails to
+    load or returns another number is rebuilt."""
+    files, stem = _files(source, stem)
     compiler = compiler or find_compiler()
     if compiler is None:
         raise NativeBuildError("no C compiler found (set $CC, or install cc, gcc or clang)")
@@ -258,14 +332,14 @@ def load_or_build(source: Path | str, abi_symbol: str, abi: int, *,
     identity = _compiler_identity(compiler)
     errors = []
     for flags in ((*flags, *extra_flags()) for flags in flag_sets):
-        path = _library_path(directory, stem, text, identity, flags)
+        path = _library_path(directory, stem, files, identity, flags)
         if path.exists():
             lib = _load(path, abi_symbol, abi) if _intact(path) else None
             if lib is not None:
                 return lib
             path.unlink(missing_ok=True)
             _digest_path(path).unlink(missing_ok=True)
-        problem = _compile(compiler, text, flags, path)
+        problem = _compile(compiler, files, flags, path)
         if problem is None:
             lib = _load(path, abi_symbol, abi)
             if lib is not None:

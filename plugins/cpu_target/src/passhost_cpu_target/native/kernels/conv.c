@@ -1,0 +1,745 @@
+/* Convolutions, NCHW: packed columns, Winograd, transposed and wide-grid paths. */
+#include "kernels.h"
+
+/* ---------------------------------------------------------------------------------------
+ * Convolution, NCHW data, OIHW weights: per batch item and group, the matrix product
+ * out[O/G, OH*OW] = W[O/G, K] x cols[K, OH*OW] with K = C/G*KH*KW. Weight rows are read in
+ * place. Columns are gathered (im2col) into packed panels of NR columns: when one chunk of
+ * MCP micro-panels covers every output channel, each task packs its own KC x NR panel just
+ * before using it; otherwise the threads first pack all panels into the `cols` scratch
+ * (conv2d_nchw_scratch floats) so that the chunks of output channels share them.
+ * Tasks (chunk of output channels, span of column blocks) are split statically: the
+ * threads' shares are equal by construction, and a shared counter handing out tasks one at
+ * a time (dynamic scheduling) cost more than the imbalance it saves, its cache line moving
+ * between the cores on every task.
+ */
+typedef struct {
+  i64 n, c, h, w, o, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, groups;
+  i64 cg, og, k, p, panels, chunks, blocks, spans;
+  i64 *ox_range, *oy_range;
+} conv_geom;
+
+static conv_geom conv_geometry(const i64 *g) {
+  conv_geom cv = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7],
+                  g[8], g[9], g[10], g[11], g[12], g[13], g[14], g[15],
+                  0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL};
+  cv.cg = cv.c / cv.groups;
+  cv.og = cv.o / cv.groups;
+  cv.k = cv.cg * cv.kh * cv.kw;
+  cv.p = cv.oh * cv.ow;
+  cv.panels = (cv.og + MR - 1) / MR;
+  cv.chunks = (cv.panels + MCP - 1) / MCP;
+  cv.blocks = (cv.p + NR - 1) / NR;
+  cv.spans = (cv.blocks + NB - 1) / NB;
+  return cv;
+}
+
+static int direct_conv(const conv_geom *cv) {
+  return cv->kh == 1 && cv->kw == 1 && cv->sh == 1 && cv->sw == 1 && cv->pt == 0 &&
+         cv->pl == 0 && cv->oh == cv->h && cv->ow == cv->w;
+}
+
+
+/* The spans for nt threads: a multiple of nt where there are blocks enough, so that the
+ * threads' equal shares of the tasks are equal work. */
+static i64 spans_for(const conv_geom *cv, int nt) {
+  const i64 even = (cv->spans + nt - 1) / nt * nt;
+  return even <= cv->blocks ? even : cv->spans;
+}
+
+/* bp[kk][j] = cols[k0 + kk][p0 + j] for kk < kc (zero past `width` and in the padding). */
+static void pack_cols(float *restrict bp, const float *restrict xg, const conv_geom *cv,
+                      i64 k0, i64 kc, i64 p0, i64 width) {
+  const i64 taps = cv->kh * cv->kw, plane = cv->h * cv->w, sw = cv->sw;
+  const int direct = direct_conv(cv);
+  i64 c = k0 / taps, ky = (k0 % taps) / cv->kw, kx = k0 % cv->kw;
+  for (i64 kk = 0; kk < kc; kk++) {
+    float *dst = bp + kk * NR;
+    const float *src = xg + c * plane;
+    if (direct) {
+      memcpy(dst, src + p0, (size_t)width * sizeof(float));
+    } else {
+      const i64 xlo = cv->ox_range[2 * kx], xhi = cv->ox_range[2 * kx + 1];
+      const i64 ylo = cv->oy_range[2 * ky], yhi = cv->oy_range[2 * ky + 1];
+      const i64 shift = kx * cv->dw - cv->pl;
+      i64 oy = p0 / cv->ow, ox = p0 % cv->ow, j = 0;
+      while (j < width) {
+        const i64 run = min64(width - j, cv->ow - ox), end = ox + run;
+        float *d = dst + j - ox;
+        if (oy < ylo || oy >= yhi) {
+          for (i64 t = ox; t < end; t++) d[t] = 0.0f;
+        } else {
+          const i64 a = max64(ox, min64(xlo, end)), b = max64(a, min64(end, xhi));
+          const float *row = src + (oy * cv->sh + ky * cv->dh - cv->pt) * cv->w;
+          for (i64 t = ox; t < a; t++) d[t] = 0.0f;
+          strided_copy(d + a, row + a * sw + shift, b - a, sw);
+          for (i64 t = b; t < end; t++) d[t] = 0.0f;
+        }
+        j += run;
+        oy++;
+        ox = 0;
+      }
+    }
+    for (i64 j = width; j < NR; j++) dst[j] = 0.0f;
+    if (++kx == cv->kw) {
+      kx = 0;
+      if (++ky == cv->kh) { ky = 0; c++; }
+    }
+  }
+}
+
+
+
+
+
+
+/* Packs the m x k matrix w (row stride k) into panels of MR rows for micro_tile: element
+ * (r, j) goes to ap[((r / MR) * k + j) * MR + r % MR]; the rows that fill up the last panel
+ * are zero. */
+static void pack_panels(float *restrict ap, const float *restrict w, i64 m, i64 k) {
+  for (i64 q = 0; q < (m + MR - 1) / MR; q++) {
+    float *panel = ap + q * k * MR;
+    for (i64 i = 0; i < MR; i++) {
+      const i64 r = q * MR + i;
+      for (i64 j = 0; j < k; j++) panel[j * MR + i] = r < m ? w[r * k + j] : 0.0f;
+    }
+  }
+}
+
+/* One task of image b, group grp (whose weights wg are packed into panels, pack_panels):
+ * output channels of micro-panels [q0, q1), column blocks [blk0, blk1). Full blocks go through the epilogue into `proto`'s output straight from the
+ * registers; a partial last block is left raw in cb (tile (blk - blk0, q - q0)). Columns come
+ * from `cols` (packed, blk-major K x NR each), straight from the data (1x1 convolutions), or
+ * are packed into bp. */
+static void conv_task(const conv_geom *cv, const float *xg, const float *wg, const float *cols,
+                      float *bp, float *cb, i64 q0, i64 q1, i64 blk0, i64 blk1,
+                      const tile_out *proto, i64 b, i64 grp) {
+  const int direct = direct_conv(cv);
+  for (i64 k0 = 0; k0 < cv->k; k0 += KC) {
+    const i64 kc = min64(KC, cv->k - k0);
+    for (i64 blk = blk0; blk < blk1; blk++) {
+      const i64 p0 = blk * NR, width = min64(NR, cv->p - p0);
+      const float *panel = bp;
+      i64 ldb = NR;
+      if (cols) {
+        panel = cols + (blk * cv->k + k0) * NR;
+      } else if (direct && width == NR) {
+        panel = xg + k0 * cv->p + p0;
+        ldb = cv->p;
+      } else {
+        pack_cols(bp, xg, cv, k0, kc, p0, width);
+      }
+      for (i64 q = q0; q < q1; q++) {
+        tile_out out = *proto;
+        out.m0 = grp * cv->og + q * MR;
+        out.y += (b * cv->o + out.m0) * cv->p + p0;
+        if (out.res) out.res += (b * cv->o + out.m0) * cv->p + p0;
+        micro_tile(wg + (q * cv->k + k0) * MR, min64(MR, cv->og - q * MR), panel, ldb, kc,
+                   cb + ((blk - blk0) * MCP + q - q0) * MR * NR, k0 > 0,
+                   k0 + kc == cv->k && width == NR ? &out : NULL);
+      }
+    }
+  }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Winograd F(2x2, 3x3) for 3x3, stride-1, undilated, ungrouped convolutions with at least
+ * WINO_MIN_OUTPUTS outputs per channel: each 2x2 output tile is A^T [(G g G^T) . (B^T d B)] A
+ * over its 4x4 input tile d, so the 36 multiplies per tile and channel pair become 16, done
+ * as 16 matrix products M[xi] = U[xi] (O x C) x V[xi] (C x tiles). The prepared weights
+ * hold U (ph_conv2d_nchw_prepare), the `cols` scratch the input's 2x2 phase planes: element
+ * (a, b) of tile (ty, tx) is phase (a % 2, b % 2) at (ty + a / 2, tx + b / 2). A task
+ * transforms `rows` tile rows (at most NR tiles) into V, multiplies them for one chunk of
+ * output channels, and transforms the products back through the epilogue. From 100 outputs
+ * per channel on (a 14x14 plane's 196 takes 2.43 -> 1.6 ms for ResNet-50's 256-channel
+ * layers; at 7x7 its 16 tiles fill half the columns and it is slower than the direct path).
+ */
+#define WINO_MIN_OUTPUTS 100
+
+typedef struct {
+  i64 th, tw, twv, rows, row_groups; /* tiles down and across (padded to twv), rows per task */
+  i64 ts;                            /* columns of a tile row in V and M: twv, or tw packed */
+  window_geom wg;
+} wino_geom;
+
+static int use_winograd(const conv_geom *cv) {
+  return cv->kh == 3 && cv->kw == 3 && cv->sh == 1 && cv->sw == 1 && cv->dh == 1 &&
+         cv->dw == 1 && cv->groups == 1 && cv->c >= 16 && cv->p >= WINO_MIN_OUTPUTS &&
+         ((cv->ow + 1) / 2 + VW - 1) / VW * VW <= NR;
+}
+
+static wino_geom wino_geometry(const conv_geom *cv) {
+  wino_geom wn;
+  memset(&wn, 0, sizeof wn);
+  wn.th = (cv->oh + 1) / 2;
+  wn.tw = (cv->ow + 1) / 2;
+  wn.twv = (wn.tw + VW - 1) / VW * VW;
+  /* Tile rows side by side at their own width where more of them fit in NR columns (7
+   * tiles across a 14x14 plane: 4 rows instead of 2, 28 of 32 columns used). */
+  wn.ts = NR / wn.tw > NR / wn.twv ? wn.tw : wn.twv;
+  wn.rows = max64(1, NR / wn.ts);
+  wn.row_groups = (wn.th + wn.rows - 1) / wn.rows;
+  wn.wg.h = cv->h;
+  wn.wg.w = cv->w;
+  wn.wg.sh = wn.wg.sw = 2;
+  wn.wg.pt = cv->pt;
+  wn.wg.pl = cv->pl;
+  wn.wg.hq = wn.th + 1;
+  wn.wg.wq = wn.tw + 1;
+  wn.wg.phase = wn.wg.hq * wn.wg.wq;
+  return wn;
+}
+
+/* u[xi * stride + j] = (G g G^T)[xi] for the 3x3 kernels g = w[9 j : 9 j + 9], j < VW
+ * (kernels past n are zero). */
+static void wino_weights(float *u, i64 stride, const float *restrict w, i64 n) {
+  float g[9][VW];
+  for (i64 j = 0; j < VW; j++)
+    for (int k = 0; k < 9; k++) g[k][j] = j < n ? w[9 * j + k] : 0.0f;
+  vf t[4][3];
+  for (int k = 0; k < 3; k++) {
+    const vf g0 = *(const vf *)g[k], g1 = *(const vf *)g[3 + k], g2 = *(const vf *)g[6 + k];
+    t[0][k] = g0;
+    t[1][k] = 0.5f * (g0 + g1 + g2);
+    t[2][k] = 0.5f * (g0 - g1 + g2);
+    t[3][k] = g2;
+  }
+  for (int i = 0; i < 4; i++) {
+    const vf r[4] = {t[i][0], 0.5f * (t[i][0] + t[i][1] + t[i][2]),
+                     0.5f * (t[i][0] - t[i][1] + t[i][2]), t[i][2]};
+    for (int k = 0; k < 4; k++) {
+      float *dst = u + (4 * i + k) * stride;
+      if (n >= VW) {
+        *(vf *)dst = r[k];
+      } else {
+        for (i64 j = 0; j < n; j++) dst[j] = r[k][j];
+      }
+    }
+  }
+}
+
+/* v[xi * vs + tx] = (B^T d B)[xi] of tile (ty, tx) for tx < twv (tiles past tw read the
+ * planes' slack), from one channel's phase planes. */
+static void wino_input_row(float *v, i64 vs, const float *planes, const wino_geom *wn, i64 ty) {
+  const i64 wq = wn->wg.wq, phase = wn->wg.phase;
+  const float *row[4][4];
+  for (int a = 0; a < 4; a++)
+    for (int b = 0; b < 4; b++)
+      row[a][b] = planes + ((a % 2) * 2 + b % 2) * phase + (ty + a / 2) * wq + b / 2;
+  for (i64 tx = 0; tx < wn->twv; tx += VW) {
+    vf e[4][4];
+    for (int a = 0; a < 4; a++) {
+      const vf d0 = *(const vf *)(row[a][0] + tx), d1 = *(const vf *)(row[a][1] + tx);
+      const vf d2 = *(const vf *)(row[a][2] + tx), d3 = *(const vf *)(row[a][3] + tx);
+      e[a][0] = d0 - d2;
+      e[a][1] = d1 + d2;
+      e[a][2] = d2 - d1;
+      e[a][3] = d1 - d3;
+    }
+    for (int b = 0; b < 4; b++) {
+      *(vf *)(v + (0 + b) * vs + tx) = e[0][b] - e[2][b];
+      *(vf *)(v + (4 + b) * vs + tx) = e[1][b] + e[2][b];
+      *(vf *)(v + (8 + b) * vs + tx) = e[2][b] - e[1][b];
+      *(vf *)(v + (12 + b) * vs + tx) = e[1][b] - e[3][b];
+    }
+  }
+}
+
+/* The two output rows of a tile row (A^T m A of m[xi * ms + tx]) into row0 and row1, each
+ * 2 * twv long; `tmp` holds 4 * twv floats. */
+static void wino_output_row(float *restrict row0, float *restrict row1, float *restrict tmp,
+                            const float *m, i64 ms, i64 twv) {
+  for (i64 tx = 0; tx < twv; tx += VW) {
+    vf s[2][4];
+    for (int b = 0; b < 4; b++) {
+      const vf m0 = *(const vf *)(m + b * ms + tx), m1 = *(const vf *)(m + (4 + b) * ms + tx);
+      const vf m2 = *(const vf *)(m + (8 + b) * ms + tx);
+      const vf m3 = *(const vf *)(m + (12 + b) * ms + tx);
+      s[0][b] = m0 + m1 + m2;
+      s[1][b] = m1 - m2 - m3;
+    }
+    for (int r = 0; r < 2; r++) {
+      *(vf *)(tmp + (2 * r) * twv + tx) = s[r][0] + s[r][1] + s[r][2];
+      *(vf *)(tmp + (2 * r + 1) * twv + tx) = s[r][1] - s[r][2] - s[r][3];
+    }
+  }
+  for (i64 tx = 0; tx < twv; tx++) {
+    row0[2 * tx] = tmp[tx];
+    row0[2 * tx + 1] = tmp[twv + tx];
+    row1[2 * tx] = tmp[2 * twv + tx];
+    row1[2 * tx + 1] = tmp[3 * twv + tx];
+  }
+}
+
+/* u: the transformed weights, 16 matrices (O x C) in panels (winograd_prepare). */
+static int conv2d_winograd(const conv_geom *cv, const float *x, const float *u, float *y,
+                           const float *bias, const float *res, float *planes, int nt,
+                           float lo, float hi, int act) {
+  const wino_geom wn = wino_geometry(cv);
+  const i64 c = cv->c, o = cv->o, tasks = wn.row_groups * cv->chunks;
+  int failed = 0;
+#pragma omp parallel num_threads(nt)
+  {
+    float *v = aligned_floats(16 * c * NR + 16 * MCP * MR * NR + 8 * wn.twv + 16 * wn.twv, 1);
+    float *m = v ? v + 16 * c * NR : NULL, *rows = v ? m + 16 * MCP * MR * NR : NULL;
+    float *tin = v ? rows + 8 * wn.twv : NULL; /* one tile row's transform, packed rows */
+    if (!v) {
+#pragma omp atomic write
+      failed = 1;
+    }
+    for (i64 b = 0; b < cv->n; b++) {
+#pragma omp for schedule(static)
+      for (i64 ch = 0; ch < c; ch++)
+        phase_planes(planes + ch * 4 * wn.wg.phase, x + (b * c + ch) * cv->h * cv->w, &wn.wg,
+                     0.0f);
+#pragma omp for schedule(static)
+      for (i64 t = 0; t < tasks; t++) {
+        if (!v) continue;
+        const i64 ty0 = (t % wn.row_groups) * wn.rows, chunk = t / wn.row_groups;
+        const i64 nrows = min64(wn.rows, wn.th - ty0);
+        i64 q0, q1;
+        part_range(cv->panels, cv->chunks, chunk, &q0, &q1);
+        for (i64 ch = 0; ch < c; ch++)
+          for (i64 r = 0; r < nrows; r++) {
+            const float *plane = planes + ch * 4 * wn.wg.phase;
+            if (wn.ts == wn.twv) {
+              wino_input_row(v + ch * NR + r * wn.twv, c * NR, plane, &wn, ty0 + r);
+              continue;
+            }
+            wino_input_row(tin, wn.twv, plane, &wn, ty0 + r);
+            for (i64 xi = 0; xi < 16; xi++)
+              memcpy(v + xi * c * NR + ch * NR + r * wn.ts, tin + xi * wn.twv,
+                     sizeof(float) * (size_t)wn.ts);
+          }
+        for (i64 xi = 0; xi < 16; xi++)
+          for (i64 q = q0; q < q1; q++)
+            for (i64 c0 = 0; c0 < c; c0 += KC)
+              micro_tile(u + ((xi * cv->panels + q) * c + c0) * MR, min64(MR, o - q * MR),
+                         v + (xi * c + c0) * NR, NR, min64(KC, c - c0),
+                         m + (xi * MCP + q - q0) * MR * NR, c0 > 0, NULL);
+        for (i64 q = q0; q < q1; q++) {
+          for (i64 i = 0; i < min64(MR, o - q * MR); i++) {
+            const i64 oc = q * MR + i;
+            const float *mo = m + (q - q0) * MR * NR + i * NR;
+            for (i64 r = 0; r < nrows; r++) {
+              wino_output_row(rows, rows + 2 * wn.twv, rows + 4 * wn.twv, mo + r * wn.ts,
+                              MCP * MR * NR, wn.twv);
+              for (i64 dy = 0; dy < 2 && 2 * (ty0 + r) + dy < cv->oh; dy++) {
+                const i64 at = ((b * o + oc) * cv->oh + 2 * (ty0 + r) + dy) * cv->ow;
+                epilogue(y + at, rows + dy * 2 * wn.twv, cv->ow, bias ? bias + oc : NULL, 0,
+                         res ? res + at : NULL, lo, hi);
+              }
+            }
+            if (act) { /* the task's output rows of this channel, one stretch */
+              const i64 oy = 2 * ty0, ny = min64(cv->oh, 2 * (ty0 + nrows)) - oy;
+              activate(y + ((b * o + oc) * cv->oh + oy) * cv->ow, 1, 0, ny * cv->ow, act);
+            }
+          }
+        }
+      }
+    }
+    free(v);
+  }
+  return failed ? -1 : 0;
+}
+
+
+/* ---------------------------------------------------------------------------------------
+ * Pointwise (1x1, stride 1, unpadded, ungrouped) convolutions with long reductions over
+ * planes that whole NR-column blocks would overshoot by a fifth or more (a 7x7 plane is 49
+ * columns of 64 computed): the product is taken transposed, out^T[P, O] = X^T[P, K] x
+ * W^T[K, O], with vectors along the output channels (the weights, prepared as panels of TO
+ * channels: wt[(q * K + k) * TO + j] = W[q * TO + j][k]) and each tile's rows TP
+ * consecutive positions whose inputs are broadcast straight from the data. TP divides the
+ * plane where it can, so nothing is computed for nothing; each tile is transposed back
+ * through the epilogue, which is what the long reduction pays for. (At 14x14, where blocks
+ * waste an eighth, the transposed form ran slower inside MobileNetV2 at 2 threads.)
+ */
+#define TNV 2                /* vectors of output channels per tile */
+#define TO (TNV * VW)        /* output channels per tile */
+#define TP_MAX 14            /* positions per tile, at most */
+#define TRANSPOSED_MIN_K 256 /* reductions at least this long */
+
+static int use_transposed(const conv_geom *cv) {
+  const i64 computed = cv->blocks * NR;
+  return direct_conv(cv) && cv->groups == 1 && cv->k >= TRANSPOSED_MIN_K &&
+         (computed - cv->p) * 5 >= computed;
+}
+
+/* Positions per tile: the largest count up to TP_MAX that leaves the fewest positions over
+ * in the last tile. */
+static i64 transposed_rows(i64 p) {
+  i64 best = TP_MAX, waste = -1;
+  for (i64 tp = TP_MAX; tp >= TP_MAX / 2; tp--) {
+    const i64 w = (p + tp - 1) / tp * tp - p;
+    if (waste < 0 || w < waste) { best = tp; waste = w; }
+  }
+  return best;
+}
+
+/* acc[i][v] = sum over k < kc of x[k * ldx + i] * wt[k * TO + v * VW], for i < tp. */
+static inline __attribute__((always_inline)) void transposed_sums(
+    vf acc[TP_MAX][TNV], const float *restrict wt, const float *restrict x, i64 ldx, i64 kc,
+    const int tp) {
+  for (int i = 0; i < tp; i++)
+    for (int v = 0; v < TNV; v++) acc[i][v] = (vf){0};
+  for (i64 k = 0; k < kc; k++) {
+    vf wk[TNV];
+    for (int v = 0; v < TNV; v++) wk[v] = *(const vf *)(wt + k * TO + v * VW);
+    for (int i = 0; i < tp; i++) {
+      const float s = x[k * ldx + i];
+      for (int v = 0; v < TNV; v++) acc[i][v] += s * wk[v];
+    }
+  }
+}
+
+/* The tile's sums into tile[i * TO + j] (tp rows, 1 <= tp <= TP_MAX), with tp a constant.
+ * TP_MAX is the default case, so that every path writes the tile. */
+static void transposed_tile(float *tile, const float *wt, const float *x, i64 ldx, i64 kc,
+                            i64 tp) {
+  vf acc[TP_MAX][TNV];
+#define TP_SUMS(T)                                   \
+  transposed_sums(acc, wt, x, ldx, kc, T);           \
+  for (int i = 0; i < T; i++)                        \
+    for (int v = 0; v < TNV; v++) *(vf *)(tile + i * TO + v * VW) = acc[i][v];
+#define TP_CASE(T) case T: TP_SUMS(T) break;
+  switch (tp) {
+    TP_CASE(1) TP_CASE(2) TP_CASE(3) TP_CASE(4) TP_CASE(5) TP_CASE(6) TP_CASE(7)
+    TP_CASE(8) TP_CASE(9) TP_CASE(10) TP_CASE(11) TP_CASE(12) TP_CASE(13)
+    default: TP_SUMS(TP_MAX)
+  }
+#undef TP_CASE
+#undef TP_SUMS
+}
+
+/* Packs the O x K matrix w into panels of TO rows, transposed (see above); rows past O are
+ * zero. */
+static void pack_transposed(float *restrict wt, const float *restrict w, i64 o, i64 k) {
+  for (i64 q = 0; q < (o + TO - 1) / TO; q++)
+    for (i64 kk = 0; kk < k; kk++)
+      for (i64 j = 0; j < TO; j++)
+        wt[(q * k + kk) * TO + j] = q * TO + j < o ? w[(q * TO + j) * k + kk] : 0.0f;
+}
+
+static void conv2d_transposed(const conv_geom *cv, const float *x, const float *wt, float *y,
+                              const float *bias, const float *res, int nt, float lo,
+                              float hi, int act) {
+  const i64 tp = transposed_rows(cv->p), groups = (cv->p + tp - 1) / tp;
+  const i64 panels = (cv->o + TO - 1) / TO, tiles = cv->n * panels * groups;
+  const vf vlo = (vf){0} + lo, vhi = (vf){0} + hi;
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (i64 t = 0; t < tiles; t++) {
+    float tile[TP_MAX * TO] __attribute__((aligned(64)));
+    float staged[TO * VW] __attribute__((aligned(64)));
+    const i64 b = t / (panels * groups), q = t / groups % panels, p0 = t % groups * tp;
+    const i64 rows = min64(tp, cv->p - p0), channels = min64(TO, cv->o - q * TO);
+    transposed_tile(tile, wt + q * cv->k * TO, x + b * cv->c * cv->p + p0, cv->p, cv->k,
+                    rows);
+    for (i64 i0 = 0; i0 < rows; i0 += VW) {
+      const i64 n = min64(VW, rows - i0);
+      for (int v = 0; v < TNV; v++) {
+        vf r[VW];
+        for (i64 i = 0; i < VW; i++)
+          r[i] = i < n ? *(const vf *)(tile + (i0 + i) * TO + v * VW) : (vf){0};
+        transpose_block(r);
+        for (i64 j = 0; j < VW; j++) {
+          const i64 oc = q * TO + v * VW + j, at = (b * cv->o + oc) * cv->p + p0 + i0;
+          if (oc >= cv->o) break;
+          vf out = r[j] + (bias ? bias[oc] : 0.0f);
+          if (res) out += load_first(res + at, n);
+          out = vclamp(out, vlo, vhi);
+          if (act) /* the channels' n outputs side by side (each vector's spill overwritten) */
+            *(vf *)(staged + (v * VW + j) * n) = out;
+          else
+            store_first(y + at, out, n);
+        }
+      }
+      if (act) { /* activated together: each channel has fewer outputs than a vector */
+        activate(staged, 1, 0, channels * n, act);
+        for (i64 c = 0; c < channels; c++)
+          store_first(y + (b * cv->o + q * TO + c) * cv->p + p0 + i0,
+                      *(const vf *)(staged + c * n), n);
+      }
+    }
+  }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Undilated, ungrouped convolutions with a kernel larger than 1x1 that take neither Winograd
+ * nor the transposed form are computed on the "wide" output grid of the input's zero-padded
+ * phase planes (see phase_planes: one plane at stride 1, four at stride 2): tap (ky, kx) of
+ * wide output p = oy * wq + ox is a plane element at p plus a fixed offset, so every row
+ * k = (c, ky, kx) of the column matrix is a contiguous stretch of the planes, read in place
+ * through a table of row offsets: nothing is packed. Outputs with ox >= OW are computed and
+ * dropped, which costs little where the wide grid rounds up to at most a twentieth more
+ * column blocks than the plane (14x14 at stride 1: 14 x 16 = 224, 7 blocks like 196; the
+ * 112x112 output of a 224x224 stem at stride 2: 396 blocks against 392); elsewhere, and at
+ * larger strides, the packed path runs.
+ */
+static window_geom implicit_geometry(const conv_geom *cv) {
+  const i64 g[12] = {cv->h, cv->w, cv->oh, cv->ow, cv->kh, cv->kw,
+                     cv->sh, cv->sw, cv->dh, cv->dw, cv->pt, cv->pl};
+  return window_geometry(g);
+}
+
+static i64 implicit_blocks(const window_geom *wg) { return (wg->wide + NR - 1) / NR; }
+
+static int use_implicit(const conv_geom *cv) {
+  if (cv->groups != 1 || cv->sh != cv->sw || cv->sh > 2 || cv->dh != 1 || cv->dw != 1 ||
+      cv->kh * cv->kw == 1 || use_winograd(cv) || use_transposed(cv))
+    return 0;
+  const window_geom wg = implicit_geometry(cv);
+  return implicit_blocks(&wg) * 20 <= cv->blocks * 21;
+}
+
+/* Floats of one channel's phase planes. */
+static i64 implicit_channel(const window_geom *wg) { return wg->sh * wg->sw * wg->phase; }
+
+/* Floats of the scratch: C channels of phase planes, then slack for the taps of the last
+ * block's dropped outputs. */
+static i64 implicit_floats(const conv_geom *cv) {
+  const window_geom wg = implicit_geometry(cv);
+  return cv->c * implicit_channel(&wg) + implicit_blocks(&wg) * NR + wg.phase;
+}
+
+/* Raw sums of micro-panels [q0, q1) x wide blocks [blk0, blk1) into cb; row k of the column
+ * matrix starts at planes + boff[k]. */
+/* Whether wide block blk lies within one output row: its tiles then go through the
+ * epilogue straight from the registers. */
+static int implicit_in_row(const conv_geom *cv, const window_geom *wg, i64 blk) {
+  return blk * NR % wg->wq + NR <= cv->ow && (blk + 1) * NR <= wg->wide;
+}
+
+/* Sums of micro-panels [q0, q1) x wide blocks [blk0, blk1) of image b: into the output
+ * through proto's epilogue for blocks within one row, else raw into cb. Row k of the
+ * column matrix starts at planes + boff[k]. */
+static void implicit_task(const conv_geom *cv, const window_geom *wg, const float *planes,
+                          const i64 *boff, const float *wp, float *cb, i64 q0, i64 q1,
+                          i64 blk0, i64 blk1, const tile_out *proto, i64 b) {
+  for (i64 k0 = 0; k0 < cv->k; k0 += KC) {
+    const i64 kc = min64(KC, cv->k - k0);
+    for (i64 blk = blk0; blk < blk1; blk++) {
+      const int direct = k0 + kc == cv->k && implicit_in_row(cv, wg, blk);
+      const i64 at = blk * NR / wg->wq * cv->ow + blk * NR % wg->wq;
+      for (i64 q = q0; q < q1; q++) {
+        tile_out out = *proto;
+        out.m0 = q * MR;
+        out.y += (b * cv->o + out.m0) * cv->p + at;
+        if (out.res) out.res += (b * cv->o + out.m0) * cv->p + at;
+        micro_core(wp + (q * cv->k + k0) * MR, min64(MR, cv->o - q * MR), planes + blk * NR,
+                   0, boff + k0, kc, cb + ((blk - blk0) * MCP + q - q0) * MR * NR, k0 > 0,
+                   direct ? &out : NULL);
+      }
+    }
+  }
+}
+
+/* The raw tiles of a task (blocks across a row end) through the epilogue into image b's
+ * output, wide outputs with ox >= OW dropped. */
+static void implicit_store(const conv_geom *cv, const window_geom *wg, const float *cb,
+                           float *y, const float *bias, const float *res, i64 b, i64 q0,
+                           i64 q1, i64 blk0, i64 blk1, float lo, float hi, int act) {
+  for (i64 blk = blk0; blk < blk1; blk++) {
+    if (implicit_in_row(cv, wg, blk)) continue;
+    for (i64 q = q0; q < q1; q++) {
+      const float *tile = cb + ((blk - blk0) * MCP + q - q0) * MR * NR;
+      const i64 rows = min64(MR, cv->o - q * MR);
+      i64 first = -1, kept = 0; /* the block's outputs: one stretch of each output plane */
+      for (i64 i = 0; i < rows; i++) {
+        const i64 m = q * MR + i;
+        kept = 0;
+        for (i64 p = blk * NR; p < min64((blk + 1) * NR, wg->wide);) {
+          const i64 oy = p / wg->wq, ox = p % wg->wq;
+          if (ox >= cv->ow) {
+            p += wg->wq - ox;
+            continue;
+          }
+          const i64 n = min64(cv->ow - ox, (blk + 1) * NR - p);
+          const i64 at = (b * cv->o + m) * cv->p + oy * cv->ow + ox;
+          if (kept == 0) first = oy * cv->ow + ox;
+          epilogue(y + at, tile + i * NR + p - blk * NR, n, bias ? bias + m : NULL, 0,
+                   res ? res + at : NULL, lo, hi);
+          kept += n;
+          p += n;
+        }
+      }
+      if (act && kept)
+        activate(y + (b * cv->o + q * MR) * cv->p + first, rows, cv->p, kept, act);
+    }
+  }
+}
+
+/* `planes`: implicit_floats floats; `wp`: the weights in panels (pack_panels). */
+static int conv2d_implicit(const conv_geom *cv, const float *x, const float *wp, float *y,
+                           const float *bias, const float *res, float *planes, int nt,
+                           float lo, float hi, int act) {
+  const window_geom wg = implicit_geometry(cv);
+  const i64 blocks = implicit_blocks(&wg), channel = implicit_channel(&wg);
+  const i64 spans = min64(blocks, ((blocks + NB - 1) / NB + nt - 1) / nt * nt);
+  const i64 tasks = cv->chunks * spans, taps = cv->kh * cv->kw;
+  const tile_out proto = {.y = y, .res = res, .bias = bias, .ldy = cv->p, .lo = lo, .hi = hi,
+                          .act = act};
+  i64 *boff = malloc(sizeof(i64) * (size_t)(cv->k + taps));
+  if (!boff) return -1;
+  tap_offsets(boff + cv->k, &wg);
+  for (i64 k = 0; k < cv->k; k++) boff[k] = k / taps * channel + boff[cv->k + k % taps];
+  int failed = 0;
+#pragma omp parallel num_threads(nt)
+  {
+    float *cb = aligned_floats(NB * MCP * MR * NR, 0);
+    if (!cb) {
+#pragma omp atomic write
+      failed = 1;
+    }
+    for (i64 b = 0; b < cv->n; b++) {
+#pragma omp for schedule(static)
+      for (i64 c = 0; c <= cv->c; c++) {
+        if (c == cv->c) /* the slack past the last channel */
+          memset(planes + c * channel, 0,
+                 (size_t)(implicit_floats(cv) - c * channel) * sizeof(float));
+        else
+          phase_planes(planes + c * channel, x + (b * cv->c + c) * cv->h * cv->w, &wg, 0.0f);
+      }
+#pragma omp for schedule(static)
+      for (i64 t = 0; t < tasks; t++) {
+        if (!cb) continue;
+        i64 blk0, blk1, q0, q1;
+        part_range(blocks, spans, t % spans, &blk0, &blk1);
+        part_range(cv->panels, cv->chunks, t / spans, &q0, &q1);
+        implicit_task(cv, &wg, planes, boff, wp, cb, q0, q1, blk0, blk1, &proto, b);
+        implicit_store(cv, &wg, cb, y, bias, res, b, q0, q1, blk0, blk1, lo, hi, act);
+      }
+    }
+    free(cb);
+  }
+  free(boff);
+  return failed ? -1 : 0;
+}
+
+/* Whether the threads pack all columns first (several chunks of output channels share them);
+ * never for 1x1 convolutions, whose full column blocks are read straight from the data. */
+static int shared_cols(const conv_geom *cv) { return cv->chunks > 1 && !direct_conv(cv); }
+
+/* Floats of the `cols` scratch ph_conv2d_nchw needs for geometry g (0: none). */
+i64 ph_conv2d_nchw_scratch(const i64 *g) {
+  const conv_geom cv = conv_geometry(g);
+  if (use_winograd(&cv)) {
+    const wino_geom wn = wino_geometry(&cv);
+    return cv.c * 4 * wn.wg.phase + NR; /* slack: whole-vector reads */
+  }
+  if (use_implicit(&cv)) return implicit_floats(&cv);
+  return shared_cols(&cv) ? cv.blocks * cv.k * NR : 0;
+}
+
+/* Floats of the prepared weights (ph_conv2d_nchw_prepare) for geometry g. */
+i64 ph_conv2d_nchw_prepared(const i64 *g) {
+  const conv_geom cv = conv_geometry(g);
+  if (use_winograd(&cv)) return 16 * cv.panels * MR * cv.c;
+  if (use_transposed(&cv)) return (cv.o + TO - 1) / TO * TO * cv.k;
+  return cv.groups * cv.panels * MR * cv.k;
+}
+
+/* Prepares OIHW weights w for ph_conv2d_nchw into `prep`: per group, the O/G x K weight
+ * matrix in panels (pack_panels); for Winograd, the 16 transformed matrices (G g G^T)[xi],
+ * each O x C in panels. Returns 0, or -1 when memory runs out. */
+int ph_conv2d_nchw_prepare(const float *w, float *prep, const i64 *g) {
+  const conv_geom cv = conv_geometry(g);
+  if (use_transposed(&cv)) {
+    pack_transposed(prep, w, cv.o, cv.k);
+    return 0;
+  }
+  if (!use_winograd(&cv)) {
+    for (i64 grp = 0; grp < cv.groups; grp++)
+      pack_panels(prep + grp * cv.panels * MR * cv.k, w + grp * cv.og * cv.k, cv.og, cv.k);
+    return 0;
+  }
+  const i64 oc = cv.o * cv.c;
+  float *u = malloc(sizeof(float) * (size_t)(16 * oc + VW));
+  if (!u) return -1;
+  for (i64 j = 0; j < oc; j += VW) wino_weights(u + j, oc, w + 9 * j, min64(VW, oc - j));
+  for (i64 xi = 0; xi < 16; xi++)
+    pack_panels(prep + xi * cv.panels * MR * cv.c, u + xi * oc, cv.o, cv.c);
+  free(u);
+  return 0;
+}
+
+/* Convolution with weights prepared by ph_conv2d_nchw_prepare. */
+int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bias,
+                   const float *res, float *cols, const i64 *g, const float *bounds) {
+  conv_geom cv = conv_geometry(g);
+  const int nt = num_threads(g[16]);
+  const float lo = bounds[0], hi = bounds[1];
+  const int act = activation_of(bounds);
+  if (use_winograd(&cv)) return conv2d_winograd(&cv, x, prep, y, bias, res, cols, nt, lo, hi,
+                                                act);
+  if (use_transposed(&cv)) {
+    conv2d_transposed(&cv, x, prep, y, bias, res, nt, lo, hi, act);
+    return 0;
+  }
+  if (use_implicit(&cv)) return conv2d_implicit(&cv, x, prep, y, bias, res, cols, nt, lo, hi,
+                                               act);
+  const int shared = shared_cols(&cv);
+  i64 *ranges = malloc(sizeof(i64) * 2 * (size_t)(cv.kw + cv.kh));
+  if (!ranges) return -1;
+  cv.ox_range = ranges;
+  cv.oy_range = ranges + 2 * cv.kw;
+  for (i64 t = 0; t < cv.kw; t++)
+    valid_range(cv.ow, cv.sw, t * cv.dw - cv.pl, cv.w, &cv.ox_range[2 * t],
+                &cv.ox_range[2 * t + 1]);
+  for (i64 t = 0; t < cv.kh; t++)
+    valid_range(cv.oh, cv.sh, t * cv.dh - cv.pt, cv.h, &cv.oy_range[2 * t],
+                &cv.oy_range[2 * t + 1]);
+  cv.spans = spans_for(&cv, nt);
+  const i64 kslabs = (cv.k + KC - 1) / KC, tasks = cv.chunks * cv.spans;
+  const tile_out proto = {.y = y, .res = res, .bias = bias, .ldy = cv.p, .lo = lo, .hi = hi,
+                          .act = act};
+  int failed = 0;
+#pragma omp parallel num_threads(nt)
+  {
+    float bp[KC * NR] __attribute__((aligned(64)));
+    float *cb = aligned_floats(NB * MCP * MR * NR, 0);
+    if (!cb) {
+#pragma omp atomic write
+      failed = 1;
+    }
+    for (i64 image = 0; image < cv.n * cv.groups; image++) {
+      const i64 b = image / cv.groups, grp = image % cv.groups;
+      const float *xg = x + (b * cv.c + grp * cv.cg) * cv.h * cv.w;
+      const float *wg = prep + grp * cv.panels * MR * cv.k;
+      if (shared) {
+#pragma omp for schedule(static)
+        for (i64 t = 0; t < cv.blocks * kslabs; t++) {
+          const i64 blk = t / kslabs, k0 = (t % kslabs) * KC;
+          pack_cols(cols + (blk * cv.k + k0) * NR, xg, &cv, k0, min64(KC, cv.k - k0), blk * NR,
+                    min64(NR, cv.p - blk * NR));
+        }
+      }
+#pragma omp for schedule(static)
+      for (i64 t = 0; t < tasks; t++) {
+        if (!cb) continue;
+        i64 blk0, blk1, q0, q1;
+        part_range(cv.blocks, cv.spans, t % cv.spans, &blk0, &blk1);
+        part_range(cv.panels, cv.chunks, t / cv.spans, &q0, &q1);
+        conv_task(&cv, xg, wg, shared ? cols : NULL, bp, cb, q0, q1, blk0, blk1, &proto, b,
+                  grp);
+        const i64 last = blk1 - 1, p0 = last * NR;
+        if (cv.p - p0 < NR) {
+          for (i64 q = q0; q < q1; q++) {
+            const i64 rows = min64(MR, cv.og - q * MR), m0 = grp * cv.og + q * MR;
+            for (i64 i = 0; i < rows; i++) {
+              const i64 m = m0 + i, at = (b * cv.o + m) * cv.p + p0;
+              const float *tile = cb + ((last - blk0) * MCP + q - q0) * MR * NR;
+              epilogue(y + at, tile + i * NR, cv.p - p0, bias ? bias + m : NULL, 0,
+                       res ? res + at : NULL, lo, hi);
+            }
+            if (act) activate(y + (b * cv.o + m0) * cv.p + p0, rows, cv.p, cv.p - p0, act);
+          }
+        }
+      }
+    }
+    free(cb);
+  }
+  free(ranges);
+  return failed ? -1 : 0;
+}
+

@@ -1,0 +1,296 @@
+/* Native float32 kernels of the passhost cpu target, loaded with ctypes: what their
+ * translation units (common.c, conv.c, window.c, matmul.c, steps.c) share.
+ *
+ * Every array is C-contiguous float32. Each kernel takes its static geometry as one int64
+ * array (the last entry is the thread count, 0 for all cores) and, where it has an epilogue,
+ * `bounds` = {lo, hi, activation}: the result is act(clamp(acc + bias + residual, lo, hi)),
+ * where bias (one value per output channel) and residual (shaped like the output) may be
+ * NULL, an unbounded side is +-inf, and the activation, a float holding a whole number, is
+ * 0.0f (none: act(v) = v), 1.0f (sigmoid) or 2.0f (SiLU: v * sigmoid(v)); see activate().
+ * Kernels that allocate return 0, or -1 when memory runs out.
+ *
+ * The vector code uses GCC/Clang vector extensions, so the same source builds for any
+ * instruction set; -march=native picks the widest one.
+ */
+#ifndef PH_KERNELS_H
+#define PH_KERNELS_H
+
+#include <math.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#if defined(__AVX512F__)
+#define VW 16
+#define MR 8
+#elif defined(__AVX__)
+#define VW 8
+#define MR 6
+#else
+#define VW 4
+#define MR 6
+#endif
+#define NV 2                 /* vectors per micro-tile row */
+#define NR (NV * VW)         /* micro-tile columns */
+#define KC 256               /* reduction block (its B panel, 32 KB, stays in L1/L2) */
+#define MCP 16               /* micro-panels (of MR rows) per task */
+#define NB 4                 /* column blocks (of NR columns) per task */
+
+typedef float vf __attribute__((vector_size(VW * 4), aligned(4)));
+typedef int32_t vi __attribute__((vector_size(VW * 4), aligned(4)));
+typedef int64_t i64;
+
+/* Below this many multiply-adds a kernel runs on one thread: waking a second thread costs
+ * more than it saves, and with another process busy on a core it can stall for a whole
+ * scheduler time slice (milliseconds) waiting for that core. */
+#define PARALLEL_MIN_WORK ((i64)1 << 20)
+
+static inline int num_threads(i64 requested) {
+#ifdef _OPENMP
+  return requested > 0 ? (int)requested : omp_get_max_threads();
+#else
+  (void)requested;
+  return 1;
+#endif
+}
+
+
+
+static inline i64 min64(i64 a, i64 b) { return a < b ? a : b; }
+static inline i64 max64(i64 a, i64 b) { return a > b ? a : b; }
+static inline i64 floor_div(i64 a, i64 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static inline i64 ceil_div(i64 a, i64 b) { return -floor_div(-a, b); }
+
+/* First and last+1 output index o in [0, n) whose tap o * stride + shift lies in [0, size). */
+static inline void valid_range(i64 n, i64 stride, i64 shift, i64 size, i64 *lo, i64 *hi) {
+  *lo = min64(n, max64(0, ceil_div(-shift, stride)));
+  *hi = max64(*lo, min64(n, floor_div(size - 1 - shift, stride) + 1));
+}
+
+/* d[j] = s[j * stride] for j < n, with the common strides as constants (they vectorise). */
+static inline void strided_copy(float *restrict d, const float *restrict s, i64 n, i64 stride) {
+  if (stride == 1) {
+    memcpy(d, s, (size_t)n * sizeof(float));
+  } else if (stride == 2) {
+    for (i64 j = 0; j < n; j++) d[j] = s[2 * j];
+  } else {
+    for (i64 j = 0; j < n; j++) d[j] = s[j * stride];
+  }
+}
+
+/* The first n (< = VW) floats at p as a vector, the rest zero; and the first n lanes of v
+ * stored at p, nothing past them. */
+static inline vf load_first(const float *p, i64 n) {
+#if defined(__AVX512F__)
+  return (vf)_mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1), p);
+#else
+  vf v = {0};
+  memcpy(&v, p, (size_t)n * sizeof(float));
+  return v;
+#endif
+}
+
+static inline void store_first(float *p, vf v, i64 n) {
+#if defined(__AVX512F__)
+  _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1), (__m512)v);
+#else
+  memcpy(p, &v, (size_t)n * sizeof(float));
+#endif
+}
+
+/* The activations of `bounds`[2]. */
+enum { ACT_NONE = 0, ACT_SIGMOID = 1, ACT_SILU = 2 };
+
+static inline int activation_of(const float *bounds) { return (int)bounds[2]; }
+
+
+
+
+
+/* y[r * ld + j] *= gate[r * ld + j] for r < rows, j < n: a gated product after the
+ * activation, as SwiGLU's silu(x W) * (x V), on what the caller has just stored. */
+static inline void gate_rows(float *y, i64 rows, i64 ld, i64 n, const float *gate) {
+  for (i64 r = 0; r < rows; r++)
+    for (i64 j = 0; j < n; j++) y[r * ld + j] *= gate[r * ld + j];
+}
+
+/* dst[j] = clamp(src[j] + bias[j * bias_step] (+ res[j]), lo, hi) for j < n (no bias when
+ * bias is NULL; dst may be src); NaN passes through. Callers apply the activation to what
+ * they have stored (activate()), a whole tile, band of rows or plane at a time. */
+static inline void epilogue(float *dst, const float *src, i64 n, const float *bias, i64 bias_step,
+                     const float *res, float lo, float hi) {
+  for (i64 j = 0; j < n; j++) {
+    float v = src[j];
+    if (bias) v = v + bias[j * bias_step];
+    if (res) v = v + res[j];
+    v = v < lo ? lo : v;
+    dst[j] = v > hi ? hi : v;
+  }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Window planes (depthwise convolution and max pooling, NCHW). One H x W input plane is copied
+ * into SH x SW phases of Hq x Wq elements, `fill` outside the data:
+ *   pp[(ry * SW + rx) * Hq * Wq + i * Wq + j] = x[i * SH + ry - PT][j * SW + rx - PL],
+ * so that, on the "wide" output grid p = oy * Wq + ox, the tap (ky, kx) of every output is
+ * pp[off(ky, kx) + p]: each tap is one contiguous multiply-add (or max) over the whole
+ * plane. Outputs with ox >= OW are computed and dropped.
+ */
+#define BLOCK (4 * VW) /* wide outputs per register block */
+
+typedef struct {
+  i64 h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+  i64 hq, wq, phase, wide, acc, floats; /* phase rows, cols, size; wide outputs; buffer */
+} window_geom;
+
+/* Helpers defined in common.c (hidden: not exported from the library). */
+#define PH_HIDDEN __attribute__((visibility("hidden")))
+PH_HIDDEN float *aligned_floats(i64 n, int zero);
+PH_HIDDEN float *thread_scratch(i64 n);
+PH_HIDDEN void activate(float *y, i64 rows, i64 ld, i64 n, int act);
+PH_HIDDEN window_geom window_geometry(const i64 *g);
+PH_HIDDEN void phase_planes(float *restrict pp, const float *restrict x, const window_geom *wg,
+                            float fill);
+PH_HIDDEN void tap_offsets(i64 *off, const window_geom *wg);
+
+/* The library's entry points (see each one's definition). */
+int ph_abi_version(void);
+i64 ph_conv2d_nchw_scratch(const i64 *g);
+i64 ph_conv2d_nchw_prepared(const i64 *g);
+int ph_conv2d_nchw_prepare(const float *w, float *prep, const i64 *g);
+int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bias,
+                   const float *res, float *cols, const i64 *g, const float *bounds);
+int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bias,
+                      const float *res, const i64 *g, const float *bounds);
+void ph_depthwise_nhwc(const float *x, const float *w, float *y, const float *bias,
+                       const float *res, const i64 *g, const float *bounds);
+int ph_max_pool_nchw(const float *x, float *y, const i64 *g);
+void ph_dense(const float *x, const float *w, float *y, const float *bias, const i64 *g,
+              const float *bounds);
+i64 ph_matmul_packed(const i64 *g);
+void ph_matmul_pack_b(const float *b, float *bp, const i64 *g);
+int ph_matmul(const float *a, const float *b, float *bp, float *y, const float *bias,
+              const float *scale, const float *res, const float *gate, const i64 *g,
+              const float *bounds);
+
+/* Item i of n near-equal parts of [0, total): [*lo, *hi). Chunks of output channels are parts
+ * of the panels (at most MCP each), spans parts of the column blocks (at most NB each). */
+static inline void part_range(i64 total, i64 n, i64 i, i64 *lo, i64 *hi) {
+  *lo = total * i / n;
+  *hi = total * (i + 1) / n;
+}
+
+/* Where a micro-tile goes through the epilogue: rows of `y` (stride ldy) starting at output
+ * channel m0, with `res` laid out like y (or NULL) and bias[m0 + i] (or no bias); matrix
+ * products add a bias per column, cbias[j], then multiply by cscale[j] (each NULL when
+ * absent; both point at the tile's first column); `act` after the clamp, then the product
+ * with `gate` (laid out like y, or NULL). */
+typedef struct {
+  float *y;
+  const float *res, *bias;
+  i64 ldy, m0;
+  float lo, hi;
+  const float *cbias, *cscale;
+  int act;
+  const float *gate;
+} tile_out;
+
+static inline vf vclamp(vf v, vf lo, vf hi) {
+  const vi below = v < lo;
+  v = (vf)(((vi)lo & below) | ((vi)v & ~below));
+  const vi above = v > hi;
+  return (vf)(((vi)hi & above) | ((vi)v & ~above));
+}
+
+/* acc = a x b[kc rows][NR], plus c[MR][NR] when `accumulate`, where a is a packed panel of MR
+ * rows: a[k * MR + i] is row i, column k, and row k of b starts at b + k * ldb, or at
+ * b + boff[k] when boff is given. The result goes raw into c, or, when `out` is set,
+ * through the epilogue into out->y (only the first `rows` rows). */
+static inline __attribute__((always_inline)) void micro_core(
+    const float *restrict a, i64 rows, const float *restrict b, i64 ldb, const i64 *boff,
+    i64 kc, float *restrict c, int accumulate, const tile_out *out) {
+  vf acc[MR][NV];
+  for (int i = 0; i < MR; i++)
+    for (int v = 0; v < NV; v++)
+      acc[i][v] = accumulate ? *(const vf *)(c + i * NR + v * VW) : (vf){0};
+  for (i64 k = 0; k < kc; k++) {
+    vf bk[NV];
+    const float *bk0 = boff ? b + boff[k] : b + k * ldb;
+    for (int v = 0; v < NV; v++) bk[v] = *(const vf *)(bk0 + v * VW);
+    for (int i = 0; i < MR; i++) {
+      const float s = a[k * MR + i];
+      for (int v = 0; v < NV; v++) acc[i][v] += s * bk[v];
+    }
+  }
+  if (!out) {
+    for (int i = 0; i < MR; i++)
+      for (int v = 0; v < NV; v++) *(vf *)(c + i * NR + v * VW) = acc[i][v];
+    return;
+  }
+  /* With an activation or a gate, the tile is finished in `staged` (L1) and then stored:
+   * reading back out->y just stored stalls on its cache misses. */
+  float staged[MR * NR] __attribute__((aligned(64)));
+  const int finish = out->act || out->gate;
+  const vf lo = (vf){0} + out->lo, hi = (vf){0} + out->hi;
+  for (int i = 0; i < rows; i++) {
+    const vf bias = (vf){0} + (out->bias ? out->bias[out->m0 + i] : 0.0f);
+    for (int v = 0; v < NV; v++) {
+      vf r = acc[i][v] + bias;
+      if (out->cbias) r = r + *(const vf *)(out->cbias + v * VW);
+      if (out->cscale) r = r * *(const vf *)(out->cscale + v * VW);
+      if (out->res) r = r + *(const vf *)(out->res + i * out->ldy + v * VW);
+      *(vf *)(finish ? staged + i * NR + v * VW : out->y + i * out->ldy + v * VW) =
+          vclamp(r, lo, hi);
+    }
+  }
+  if (!finish) return;
+  if (out->act) activate(staged, rows, NR, NR, out->act);
+  for (int i = 0; i < rows; i++)
+    for (int v = 0; v < NV; v++) {
+      vf r = *(const vf *)(staged + i * NR + v * VW);
+      if (out->gate) r *= *(const vf *)(out->gate + i * out->ldy + v * VW);
+      *(vf *)(out->y + i * out->ldy + v * VW) = r;
+    }
+}
+
+static inline void micro_tile(const float *restrict a, i64 rows, const float *restrict b, i64 ldb,
+                       i64 kc, float *restrict c, int accumulate, const tile_out *out) {
+  micro_core(a, rows, b, ldb, NULL, kc, c, accumulate, out);
+}
+
+/* Transposes the VW x VW block of rows r in place (r[i][k] becomes r[k][i]): log2(VW)
+ * rounds, each exchanging the off-diagonal halves of d x d sub-blocks. */
+static inline __attribute__((always_inline)) void transpose_block(vf *r) {
+#if defined(__clang__)
+  float t[VW][VW];
+  for (int i = 0; i < VW; i++)
+    for (int k = 0; k < VW; k++) t[k][i] = r[i][k];
+  for (int i = 0; i < VW; i++)
+    for (int k = 0; k < VW; k++) r[i][k] = t[i][k];
+#else
+#pragma GCC unroll 4
+  for (int d = VW / 2; d >= 1; d /= 2) {
+    vi ma, mb;
+#pragma GCC unroll 16
+    for (int k = 0; k < VW; k++) {
+      ma[k] = (k & d) ? VW + k - d : k;
+      mb[k] = (k & d) ? VW + k : k + d;
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < VW; i++) {
+      if (i & d) continue;
+      const vf a = r[i], b = r[i + d];
+      r[i] = __builtin_shuffle(a, b, ma);
+      r[i + d] = __builtin_shuffle(a, b, mb);
+    }
+  }
+#endif
+}
+
+#endif /* PH_KERNELS_H */

@@ -1,0 +1,269 @@
+/* Dense layers and matrix products. */
+#include "kernels.h"
+
+/* ---------------------------------------------------------------------------------------
+ * Dense: y[M][U] = act(clamp(x[M][K] . w[U][K] + bias[U], lo, hi)). Units are split
+ * statically over the threads, so each thread reads the same weight rows on every call (they
+ * stay in its cache when they fit).
+ */
+static float hsum(vf v) {
+  float s = 0.0f;
+  for (int l = 0; l < VW; l++) s += v[l];
+  return s;
+}
+
+void ph_dense(const float *x, const float *w, float *y, const float *bias, const i64 *g,
+              const float *bounds) {
+  const i64 m = g[0], k = g[1], u = g[2];
+  const int nt = m * k * u < PARALLEL_MIN_WORK ? 1 : num_threads(g[3]);
+  const i64 kv = k / (2 * VW) * (2 * VW), quads = (u + 3) / 4;
+  const float lo = bounds[0], hi = bounds[1];
+  const int act = activation_of(bounds);
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (i64 qd = 0; qd < quads; qd++) {
+    const i64 u0 = qd * 4, nu = min64(4, u - u0);
+    const float *wr[4];
+    for (i64 i = 0; i < 4; i++) wr[i] = w + (u0 + min64(i, nu - 1)) * k;
+    for (i64 r = 0; r < m; r++) {
+      const float *xr = x + r * k;
+      vf acc[4][2];
+      for (int i = 0; i < 4; i++) acc[i][0] = acc[i][1] = (vf){0};
+      for (i64 j = 0; j < kv; j += 2 * VW) {
+        const vf x0 = *(const vf *)(xr + j), x1 = *(const vf *)(xr + j + VW);
+        for (int i = 0; i < 4; i++) {
+          acc[i][0] += *(const vf *)(wr[i] + j) * x0;
+          acc[i][1] += *(const vf *)(wr[i] + j + VW) * x1;
+        }
+      }
+      float dots[4];
+      for (i64 i = 0; i < nu; i++) {
+        dots[i] = hsum(acc[i][0] + acc[i][1]);
+        for (i64 j = kv; j < k; j++) dots[i] += wr[i][j] * xr[j];
+      }
+      epilogue(y + r * u + u0, dots, nu, bias ? bias + u0 : NULL, 1, NULL, lo, hi);
+    }
+  }
+  if (act) { /* afterwards, row by row: the quads are a few units each */
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (i64 r = 0; r < m; r++) activate(y + r * u, 1, 0, u, act);
+  }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Matrix products y[bt][M][N] = a[bt] (M x K) x b[bt] (K x N), batched, with transposes
+ * folded into strides: element (r, k) of a[bt] is a[bt * sa + r * ra + k * ca] and element
+ * (k, n) of b[bt] is b[bt * sb + k * rb + n * cb] (a batch stride of 0 broadcasts). The
+ * epilogue is y = act(clamp((acc + bias[n]) * scale[n] + res[bt * sr + r * N + n], lo, hi)),
+ * each of bias, scale and res skipped when NULL (sr = 0 broadcasts the residual over the
+ * batch).
+ * Geometry g: {batch, M, N, K, sa, ra, ca, sb, rb, cb, packed, threads, sr}. b is used in
+ * panels of NR columns (ph_matmul_pack_b): when `packed` is 1, `bp` already holds them
+ * (constant weights, packed once); otherwise the threads pack b on every call into `bp`
+ * (ph_matmul_packed floats), or into memory of their own when bp is NULL. Each task packs
+ * its rows of a into MR-row panels once (mm_pack_rows). Returns 0, or -1 when memory runs
+ * out.
+ */
+typedef struct {
+  i64 batch, m, n, k, sa, ra, ca, sb, rb, cb, packed, sr;
+  i64 panels, chunks, blocks, spans, bbatch;
+} mm_geom;
+
+static mm_geom mm_geometry(const i64 *g) {
+  mm_geom mg = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[12],
+                0, 0, 0, 0, 0};
+  mg.panels = (mg.m + MR - 1) / MR;
+  mg.chunks = (mg.panels + MCP - 1) / MCP;
+  mg.blocks = (mg.n + NR - 1) / NR;
+  mg.spans = (mg.blocks + NB - 1) / NB;
+  mg.bbatch = mg.sb ? mg.batch : 1;
+  return mg;
+}
+
+/* Floats of b in panels: per batch item of b, `blocks` panels of K x NR. */
+i64 ph_matmul_packed(const i64 *g) {
+  const mm_geom mg = mm_geometry(g);
+  return mg.bbatch * mg.blocks * mg.k * NR;
+}
+
+/* Panel blk of b's batch item bt: bp[(bt * blocks + blk) * K * NR + k * NR + j] =
+ * b(k, blk * NR + j), zero past column N. */
+static void mm_pack_panel(float *restrict bp, const float *restrict b, const mm_geom *mg,
+                          i64 bt, i64 blk) {
+  const i64 n0 = blk * NR, width = min64(NR, mg->n - n0);
+  const float *src = b + bt * mg->sb + n0 * mg->cb;
+  float *dst = bp + (bt * mg->blocks + blk) * mg->k * NR;
+  for (i64 kk = 0; kk < mg->k; kk++, dst += NR) {
+    const float *row = src + kk * mg->rb;
+    if (mg->cb == 1) {
+      memcpy(dst, row, (size_t)width * sizeof(float));
+    } else {
+      for (i64 j = 0; j < width; j++) dst[j] = row[j * mg->cb];
+    }
+    for (i64 j = width; j < NR; j++) dst[j] = 0.0f;
+  }
+}
+
+/* Packs all of b into panels (one thread). */
+void ph_matmul_pack_b(const float *b, float *bp, const i64 *g) {
+  const mm_geom mg = mm_geometry(g);
+  for (i64 bt = 0; bt < mg.bbatch; bt++)
+    for (i64 blk = 0; blk < mg.blocks; blk++) mm_pack_panel(bp, b, &mg, bt, blk);
+}
+
+/* ap[(q - q0) * K * MR + kk * MR + i] = a(q * MR + i, kk) for every kk < K, zero past
+ * row M: the task's rows packed once for all its column blocks. */
+static void mm_pack_rows(float *restrict ap, const float *restrict a, const mm_geom *mg,
+                         i64 q0, i64 q1) {
+  for (i64 q = q0; q < q1; q++) {
+    float *panel = ap + (q - q0) * mg->k * MR;
+    if (mg->ca == 1 && (q + 1) * MR <= mg->m) { /* a whole panel of rows, each contiguous */
+      const float *rows[MR];
+      for (i64 i = 0; i < MR; i++) rows[i] = a + (q * MR + i) * mg->ra;
+      for (i64 kk = 0; kk < mg->k; kk++)
+        for (i64 i = 0; i < MR; i++) panel[kk * MR + i] = rows[i][kk];
+      continue;
+    }
+    for (i64 i = 0; i < MR; i++) {
+      const i64 r = q * MR + i;
+      if (r >= mg->m) {
+        for (i64 kk = 0; kk < mg->k; kk++) panel[kk * MR + i] = 0.0f;
+        continue;
+      }
+      const float *row = a + r * mg->ra;
+      if (mg->ca == 1) {
+        for (i64 kk = 0; kk < mg->k; kk++) panel[kk * MR + i] = row[kk];
+      } else {
+        for (i64 kk = 0; kk < mg->k; kk++) panel[kk * MR + i] = row[kk * mg->ca];
+      }
+    }
+  }
+}
+
+typedef struct {
+  const float *bias, *scale, *res, *gate;
+  float lo, hi;
+  int act;
+} mm_epilogue;
+
+/* The rows x width corner of the raw tile c (row stride NR) through the epilogue into y
+ * (and res and gate, laid out like y) at row stride ldy, for columns starting at n0. */
+static void mm_store(float *restrict y, const float *restrict c, i64 rows, i64 width,
+                     i64 ldy, const float *res, const float *gate, i64 n0,
+                     const mm_epilogue *ep) {
+  for (i64 i = 0; i < rows; i++) {
+    const float *ci = c + i * NR;
+    float *yi = y + i * ldy;
+    const float *ri = res ? res + i * ldy : NULL;
+    for (i64 j = 0; j < width; j++) {
+      float v = ci[j];
+      if (ep->bias) v = v + ep->bias[n0 + j];
+      if (ep->scale) v = v * ep->scale[n0 + j];
+      if (ri) v = v + ri[j];
+      v = v < ep->lo ? ep->lo : v;
+      yi[j] = v > ep->hi ? ep->hi : v;
+    }
+  }
+  if (ep->act) activate(y, rows, ldy, width, ep->act);
+  if (gate) gate_rows(y, rows, ldy, width, gate);
+}
+
+/* One task: batch item bt, row panels [q0, q1), column blocks [blk0, blk1), in groups of
+ * NB blocks. Full tiles go through the epilogue from the registers on the last slab of K;
+ * partial ones are left raw in cbuf and stored by mm_store. */
+static void mm_task(const mm_geom *mg, const float *a, const float *bp, float *y,
+                    const mm_epilogue *ep, float *ap, float *cbuf, i64 bt, i64 q0, i64 q1,
+                    i64 blk0, i64 blk1) {
+  const float *bpt = bp + (mg->sb ? bt : 0) * mg->blocks * mg->k * NR;
+  const i64 base = bt * mg->m * mg->n;
+  mm_pack_rows(ap, a + bt * mg->sa, mg, q0, q1);
+  for (i64 g0 = blk0; g0 < blk1; g0 += NB) {
+    const i64 g1 = min64(blk1, g0 + NB);
+    for (i64 k0 = 0; k0 < mg->k; k0 += KC) {
+      const i64 kc = min64(KC, mg->k - k0);
+      const int last = k0 + kc == mg->k;
+      for (i64 blk = g0; blk < g1; blk++) {
+        const float *panel = bpt + (blk * mg->k + k0) * NR;
+        const i64 n0 = blk * NR;
+        for (i64 q = q0; q < q1; q++) {
+          const i64 r0 = q * MR;
+          tile_out out = {.y = y + base + r0 * mg->n + n0,
+                          .res = ep->res ? ep->res + bt * mg->sr + r0 * mg->n + n0 : NULL,
+                          .ldy = mg->n, .lo = ep->lo, .hi = ep->hi,
+                          .cbias = ep->bias ? ep->bias + n0 : NULL,
+                          .cscale = ep->scale ? ep->scale + n0 : NULL, .act = ep->act,
+                          .gate = ep->gate ? ep->gate + base + r0 * mg->n + n0 : NULL};
+          micro_tile(ap + (q - q0) * mg->k * MR + k0 * MR, min64(MR, mg->m - r0), panel, NR,
+                     kc, cbuf + ((blk - g0) * MCP + q - q0) * MR * NR, k0 > 0,
+                     last && mg->n - n0 >= NR ? &out : NULL);
+        }
+      }
+    }
+    if (g1 * NR <= mg->n) continue;  /* every tile was full */
+    const i64 blk = g1 - 1, n0 = blk * NR;
+    for (i64 q = q0; q < q1; q++) {
+      const i64 r0 = q * MR, at = base + r0 * mg->n + n0;
+      mm_store(y + at, cbuf + ((blk - g0) * MCP + q - q0) * MR * NR, min64(MR, mg->m - r0),
+               mg->n - n0, mg->n, ep->res ? ep->res + bt * mg->sr + r0 * mg->n + n0 : NULL,
+               ep->gate ? ep->gate + at : NULL, n0, ep);
+    }
+  }
+}
+
+int ph_matmul(const float *a, const float *b, float *bp, float *y, const float *bias,
+              const float *scale, const float *res, const float *gate, const i64 *g,
+              const float *bounds) {
+  mm_geom mg = mm_geometry(g);
+  const int nt = mg.batch * mg.m * mg.n * mg.k < PARALLEL_MIN_WORK ? 1 : num_threads(g[11]);
+  const mm_epilogue ep = {bias, scale, res, gate, bounds[0], bounds[1], activation_of(bounds)};
+  if (mg.k == 0) {
+    float zero[NR * MR] = {0};
+    for (i64 bt = 0; bt < mg.batch; bt++)
+      for (i64 r = 0; r < mg.m; r++)
+        for (i64 n0 = 0; n0 < mg.n; n0 += NR) {
+          const i64 at = (bt * mg.m + r) * mg.n + n0;
+          mm_store(y + at, zero, 1, min64(NR, mg.n - n0), mg.n,
+                   res ? res + bt * mg.sr + r * mg.n + n0 : NULL, gate ? gate + at : NULL, n0,
+                   &ep);
+        }
+    return 0;
+  }
+  float *own = NULL;
+  if (!mg.packed && !bp) {
+    bp = own = aligned_floats(ph_matmul_packed(g), 0);
+    if (!own) return -1;
+  }
+  /* Each task packs its rows once, so a span takes all column blocks unless the threads'
+   * shares of the tasks would be unequal: then spans of fewer blocks. */
+  mg.spans = 1;
+  while ((mg.batch * mg.chunks * mg.spans) % nt != 0 && mg.batch * mg.chunks * mg.spans < 8 * nt
+         && mg.spans < mg.blocks)
+    mg.spans++;
+  const i64 per_item = mg.chunks * mg.spans, tasks = mg.batch * per_item;
+  int failed = 0;
+#pragma omp parallel num_threads(nt)
+  {
+    float *ap = thread_scratch(MCP * MR * mg.k + NB * MCP * MR * NR);
+    float *cbuf = ap ? ap + MCP * MR * mg.k : NULL;
+    if (!ap) {
+#pragma omp atomic write
+      failed = 1;
+    }
+    if (!mg.packed) {
+#pragma omp for schedule(static)
+      for (i64 t = 0; t < mg.bbatch * mg.blocks; t++)
+        mm_pack_panel(bp, b, &mg, t / mg.blocks, t % mg.blocks);
+    }
+#pragma omp for schedule(static)
+    for (i64 t = 0; t < tasks; t++) {
+      if (!ap) continue;
+      i64 q0, q1, blk0, blk1;
+      const i64 item = t % per_item;
+      part_range(mg.blocks, mg.spans, item % mg.spans, &blk0, &blk1);
+      part_range(mg.panels, mg.chunks, item / mg.spans, &q0, &q1);
+      mm_task(&mg, a, bp, y, &ep, ap, cbuf, t / per_item, q0, q1, blk0, blk1);
+    }
+  }
+  free(own);
+  return failed ? -1 : 0;
+}
+

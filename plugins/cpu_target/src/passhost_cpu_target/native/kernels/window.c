@@ -1,0 +1,505 @@
+/* Window kernels: depthwise convolutions (NCHW, NHWC) and max pooling. */
+#include "kernels.h"
+
+/* Calls plane(ctx, t, buf) for every plane t in [0, planes) on nt threads, in equal
+ * contiguous shares (planes are equal work), each with a zeroed buffer of `floats` floats;
+ * 0, or -1 when a buffer cannot be allocated. */
+typedef void (*plane_fn)(const void *ctx, i64 t, float *buf);
+
+static int for_each_plane(i64 planes, int nt, i64 floats, plane_fn plane, const void *ctx) {
+  int failed = 0;
+#pragma omp parallel num_threads(nt)
+  {
+    float *buf = aligned_floats(floats, 1);
+    if (!buf) {
+#pragma omp atomic write
+      failed = 1;
+    }
+#pragma omp for schedule(static)
+    for (i64 t = 0; t < planes; t++)
+      if (buf) plane(ctx, t, buf);
+    free(buf);
+  }
+  return failed ? -1 : 0;
+}
+
+typedef struct {
+  window_geom wg;
+  const float *x, *w, *bias, *res;
+  float *y;
+  float lo, hi;
+  int act;
+  i64 c, off[];
+} window_job;
+
+static window_job *window_job_new(const i64 *g, i64 c) {
+  const window_geom wg = window_geometry(g);
+  window_job *job = malloc(sizeof(window_job) + sizeof(i64) * (size_t)(wg.kh * wg.kw));
+  if (!job) return NULL;
+  memset(job, 0, sizeof(window_job));
+  job->wg = wg;
+  job->c = c;
+  tap_offsets(job->off, &wg);
+  return job;
+}
+
+/* Output rows [oy, oy + nr) (nr <= DW_ROWS), columns [ox, ox + n) with n <= nv * VW, of one
+ * plane from its phase planes, through the epilogue straight from the registers: nr x nv
+ * independent sums keep the multiply-add units busy where one row's few sums would wait on
+ * each other. `src`, `dst` and `res` point at (oy, ox) in the phase-plane grid (row stride
+ * wq) and in the output (row stride ow). A partial last vector is stored whole when the
+ * `room` floats from its row's start in dst (the rest of this output plane, which later
+ * rows and segments overwrite) have space for it, else it goes through `tmp`. Inlined with
+ * constant nr and nv so that the sums stay in registers. */
+#define DW_ROWS 4
+
+/* Output rows dst + r * ow (r < rows <= DW_ROWS) of sums a[r][0..nv), through the epilogue
+ * (see depthwise_block). */
+static inline __attribute__((always_inline)) void depthwise_store(
+    const window_job *job, vf a[][4], i64 n, float *dst, const float *bias, const float *res,
+    float *tmp, i64 room, int rows, const int nv) {
+  const i64 ow = job->wg.ow;
+  const vf lo = (vf){0} + job->lo, hi = (vf){0} + job->hi;
+  const vf b = (vf){0} + (bias ? *bias : 0.0f);
+  for (int r = 0; r < rows; r++) {
+    float *d = dst + r * ow;
+    const float *rs = res ? res + r * ow : NULL;
+    for (int v = 0; v < nv; v++) {
+      const i64 left = n - v * VW;
+      if (left < VW && room - r * ow < (v + 1) * VW) {
+        *(vf *)tmp = a[r][v];
+        epilogue(d + v * VW, tmp, left, bias, 0, rs ? rs + v * VW : NULL, job->lo, job->hi);
+        break;
+      }
+      vf y = a[r][v] + b;
+      if (rs) y += *(const vf *)(rs + v * VW);
+      *(vf *)(d + v * VW) = vclamp(y, lo, hi);
+    }
+  }
+}
+
+/* The sums of depthwise_block. Generic (step = 0): tap by tap, rows `stride` apart from
+ * `src`, the tap offsets from job->off. ks x ks undilated with stride `step` (ks = 3, 5 or
+ * 7 with step 1, ks = 3 with step 2): input row by input row (rows `stride` apart), so that
+ * each vector loaded feeds every output row whose window covers it. Step 1 reads columns
+ * one apart; step 2 reads the row's even and odd columns split in two halves of
+ * stride / 2 floats (see depthwise3s2_plane). The sums are those of nr rows; the first
+ * `rows` are stored (the row paths sum DW_ROWS rows at the bottom too, from zero rows
+ * below the plane: one variant fewer to compile per width). */
+static inline __attribute__((always_inline)) void depthwise_block(
+    const window_job *job, const float *src, i64 stride, const float *wc, i64 n, float *dst,
+    const float *bias, const float *res, float *tmp, i64 room, const int nr, int rows,
+    const int nv, const int step, const int ks) {
+  vf a[DW_ROWS][4];
+  for (int r = 0; r < nr; r++)
+    for (int v = 0; v < nv; v++) a[r][v] = (vf){0};
+  if (step) {
+    const i64 s2[3] = {0, stride / 2 + 1, 1}; /* step 2: even, odd, next even column */
+#pragma GCC unroll 16
+    for (int j = 0; j < (nr - 1) * step + ks; j++) {
+      /* The weights are read anew for each input row: kept in registers from one row to
+       * the next (up to ks - 1 rows on), a 7x7's 49 spill. */
+      const float *wj = wc;
+      __asm__("" : "+r"(wj));
+#pragma GCC unroll 8
+      for (int kx = 0; kx < ks; kx++) {
+        const i64 col = step == 1 ? kx : s2[kx];
+        vf in[4];
+        for (int v = 0; v < nv; v++) in[v] = *(const vf *)(src + j * stride + col + v * VW);
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++) {
+          const int ky = j - step * r;
+          if (ky < 0 || ky >= ks) continue;
+          const vf wt = (vf){0} + wj[ky * ks + kx];
+          for (int v = 0; v < nv; v++) a[r][v] += wt * in[v];
+        }
+      }
+    }
+  } else {
+    const i64 taps = job->wg.kh * job->wg.kw;
+    for (i64 tap = 0; tap < taps; tap++) {
+      const float *s = src + job->off[tap];
+      const vf wt = (vf){0} + wc[tap];
+      for (int r = 0; r < nr; r++)
+        for (int v = 0; v < nv; v++) a[r][v] += wt * *(const vf *)(s + r * stride + v * VW);
+    }
+  }
+  depthwise_store(job, a, n, dst, bias, res, tmp, room, rows, nv);
+}
+
+/* depthwise_block with nr (DW_ROWS, or 1 on the generic path), nv, `step` and `ks` as
+ * constants; inlined into
+ * one function per (step, ks) (DW_BLOCKS), each holding only its own variants and loading
+ * its taps' weights per call (inlined into a loop over blocks, GCC kept all 49 of a 7x7's
+ * broadcast weights live across it and spilled). */
+static inline __attribute__((always_inline)) void depthwise_block_any(const window_job *job, const float *src, i64 stride,
+                                const float *wc, i64 n, float *dst, const float *bias,
+                                const float *res, float *tmp, i64 room, int rows, int step,
+                                int ks) {
+#define DW_CASE(R, V, S, K) \
+  depthwise_block(job, src, stride, wc, n, dst, bias, res, tmp, room, R, rows, V, S, K)
+#define DW_CASES(R, S, K)                \
+  switch (nv) {                          \
+    case 1: DW_CASE(R, 1, S, K); break;  \
+    case 2: DW_CASE(R, 2, S, K); break;  \
+    case 3: DW_CASE(R, 3, S, K); break;  \
+    default: DW_CASE(R, 4, S, K);        \
+  }
+  const int nv = (int)((n + VW - 1) / VW);
+  if (step == 1 && ks == 3) {
+    DW_CASES(DW_ROWS, 1, 3)
+  } else if (step == 1 && ks == 5) {
+    DW_CASES(DW_ROWS, 1, 5)
+  } else if (step == 1 && ks == 7) {
+    DW_CASES(DW_ROWS, 1, 7)
+  } else if (step == 2) {
+    DW_CASES(DW_ROWS, 2, 3)
+  } else if (rows == DW_ROWS) {
+    DW_CASES(DW_ROWS, 0, 0)
+  } else {
+    DW_CASES(1, 0, 0)
+  }
+#undef DW_CASES
+#undef DW_CASE
+}
+
+typedef void (*dw_block_fn)(const window_job *job, const float *src, i64 stride,
+                            const float *wc, i64 n, float *dst, const float *bias,
+                            const float *res, float *tmp, i64 room, int rows);
+
+#define DW_BLOCK(NAME, S, K)                                                               \
+  static __attribute__((noinline)) void NAME(const window_job *job, const float *src,      \
+                                             i64 stride, const float *wc, i64 n, float *dst, \
+                                             const float *bias, const float *res, float *tmp, \
+                                             i64 room, int rows) {                         \
+    depthwise_block_any(job, src, stride, wc, n, dst, bias, res, tmp, room, rows, S, K);   \
+  }
+DW_BLOCK(depthwise_block_taps, 0, 0)
+DW_BLOCK(depthwise_block_s1k3, 1, 3)
+DW_BLOCK(depthwise_block_s1k5, 1, 5)
+DW_BLOCK(depthwise_block_s1k7, 1, 7)
+DW_BLOCK(depthwise_block_s2k3, 2, 3)
+#undef DW_BLOCK
+
+/* K x K (K = 3, 5 or 7), stride-1, undilated depthwise convolutions padded by K / 2 on
+ * every side keep the output's size; they read the plane from a copy in `buf` with K / 2
+ * zero rows above and below and each row's data from column VW of a row of
+ * depthwise_same_stride floats, zero around it (written once per buffer: every plane writes
+ * the same places). Rows of at least three quarters of a vector take this path whatever
+ * the plane's size (a 3x3 at 14x14 ran 0.8x the time of the small-plane path); narrower
+ * ones waste too much of each vector. Each vector loaded feeds every output row of a block
+ * whose window covers it; 5x5 and 7x7 take it for rows of two vectors less a quarter or
+ * more (at 14x14, 7x7 ran 1.25x and 5x5 with SiLU 1.2x the time of the generic path).
+ * Measured against that path with the same buffers: 7x7 at 56x56 (ConvNeXt-T, 96
+ * channels) 0.65 -> 0.52 ms, at 28x28 0.36 -> 0.25 ms; 5x5 with SiLU (EfficientNet-B0) at
+ * 56x56 0.62 -> 0.51 ms, at 28x28 0.41 -> 0.31 ms. */
+static int depthwise_same(const window_geom *wg) {
+  const i64 k = wg->kh, min_row = k == 3 ? VW - VW / 4 : 2 * VW - VW / 4;
+  return wg->kw == k && (k == 3 || k == 5 || k == 7) && wg->sh == 1 && wg->sw == 1 &&
+         wg->dh == 1 && wg->dw == 1 && wg->pt == k / 2 && wg->pl == k / 2 &&
+         wg->oh == wg->h && wg->ow == wg->w && wg->ow >= min_row;
+}
+
+static i64 depthwise_same_stride(const window_geom *wg) {
+  return (wg->w + VW - 1) / VW * VW + 2 * VW;
+}
+
+/* Rows of depthwise_same_plane's padded copy: K / 2 zero rows above and below the plane,
+ * and DW_ROWS - 1 more below for the sums of a last block's rows past the plane. */
+static i64 depthwise_same_rows(const window_geom *wg) { return wg->h + wg->kh - 1 + DW_ROWS - 1; }
+
+/* Floats of depthwise_same_plane's buffer: the padded copy, then VW for the epilogue. */
+static i64 depthwise_same_floats(const window_geom *wg) {
+  return depthwise_same_rows(wg) * depthwise_same_stride(wg) + VW;
+}
+
+/* Runs the output rows of plane t (its padded input at `src`, rows `stride` apart, output
+ * row oy at row oy * max(step, 1)) in blocks of DW_ROWS rows and BLOCK columns, each by
+ * `block`, then each band of rows (one stretch of the plane) through the activation. */
+static void depthwise_rows(const window_job *job, i64 t, const float *src, i64 stride,
+                           float *tmp, int step, dw_block_fn block) {
+  const window_geom *wg = &job->wg;
+  const i64 ch = t % job->c;
+  const float *wc = job->w + ch * wg->kh * wg->kw, *bias = job->bias ? job->bias + ch : NULL;
+  for (i64 oy = 0; oy < wg->oh;) {
+    /* the row paths end with the rows left, the generic one with single rows */
+    const int rows = wg->oh - oy >= DW_ROWS ? DW_ROWS : step ? (int)(wg->oh - oy) : 1;
+    const i64 at = (t * wg->oh + oy) * wg->ow;
+    const float *res = job->res ? job->res + at : NULL;
+    /* right to left: a partial vector's spill into the next row's start is overwritten */
+    for (i64 ox = (wg->ow - 1) / BLOCK * BLOCK; ox >= 0; ox -= BLOCK)
+      block(job, src + oy * (step ? step : 1) * stride + ox, stride, wc,
+            min64(BLOCK, wg->ow - ox), job->y + at + ox, bias, res ? res + ox : NULL, tmp,
+            (wg->oh - oy) * wg->ow - ox, rows);
+    if (job->act) activate(job->y + at, 1, 0, rows * wg->ow, job->act);
+    oy += rows;
+  }
+}
+
+static void depthwise_same_plane(const void *ctx, i64 t, float *buf) {
+  const window_job *job = ctx;
+  const window_geom *wg = &job->wg;
+  const i64 stride = depthwise_same_stride(wg), w = wg->w, whole = w / VW * VW;
+  const i64 half = wg->kh / 2;
+  const float *x = job->x + t * wg->h * w;
+  for (i64 iy = 0; iy < wg->h; iy++) {
+    float *d = buf + (iy + half) * stride + VW;
+    const float *s = x + iy * w;
+    for (i64 j = 0; j < whole; j += VW) *(vf *)(d + j) = *(const vf *)(s + j);
+    if (whole < w) store_first(d + whole, load_first(s + whole, w - whole), w - whole);
+  }
+  depthwise_rows(job, t, buf + VW - half, stride, buf + depthwise_same_rows(wg) * stride, 1,
+                 wg->kh == 3   ? depthwise_block_s1k3
+                 : wg->kh == 5 ? depthwise_block_s1k5
+                               : depthwise_block_s1k7);
+}
+
+/* 3x3, stride-2, undilated depthwise convolutions padded by one at the top and left (and
+ * by what the last window needs at the bottom and right) read each padded input row from
+ * `buf` split into its even columns (from the left padding on) and its odd ones, halves of
+ * depthwise3s2_half floats, so that the three taps of a row are whole vectors: output
+ * column ox reads even[ox], odd[ox] and even[ox + 1]. Rows as in depthwise3_plane, and
+ * like it for output rows of at least three quarters of a vector whatever the plane's
+ * size (a 14x14 output from 28x28 ran 0.65x-0.8x the time of the small-plane path). */
+static int depthwise3s2(const window_geom *wg) {
+  return wg->kh == 3 && wg->kw == 3 && wg->sh == 2 && wg->sw == 2 && wg->dh == 1 &&
+         wg->dw == 1 && wg->pt == 1 && wg->pl == 1 && wg->oh == (wg->h + 1) / 2 &&
+         wg->ow == (wg->w + 1) / 2;
+}
+
+static i64 depthwise3s2_half(const window_geom *wg) {
+  return (wg->ow + 1 + VW - 1) / VW * VW + VW;
+}
+
+/* Rows of depthwise3s2_plane's buffer: the padded plane, and 2 (DW_ROWS - 1) zero rows
+ * below it for the sums of a last block's rows past the plane. */
+static i64 depthwise3s2_rows(const window_geom *wg) { return wg->h + 2 + 2 * (DW_ROWS - 1); }
+
+static i64 depthwise3s2_floats(const window_geom *wg) {
+  return depthwise3s2_rows(wg) * 2 * depthwise3s2_half(wg) + VW;
+}
+
+static void depthwise3s2_plane(const void *ctx, i64 t, float *buf) {
+  const window_job *job = ctx;
+  const window_geom *wg = &job->wg;
+  const i64 half = depthwise3s2_half(wg), w = wg->w;
+  vi even, odd;
+  for (int j = 0; j < VW; j++) {
+    even[j] = 2 * j;
+    odd[j] = 2 * j + 1;
+  }
+  const float *x = job->x + t * wg->h * w;
+  for (i64 iy = 0; iy < wg->h; iy++) {
+    /* padded column 2j is data column 2j - 1 (odd), padded column 2j + 1 data column 2j */
+    float *e = buf + (iy + 1) * 2 * half + VW - 1, *o = e + half + 1;
+    const float *s = x + iy * w;
+    i64 j = 0;
+    for (; 2 * j + 2 * VW <= w; j += VW) {
+      const vf lo = *(const vf *)(s + 2 * j), hi = *(const vf *)(s + 2 * j + VW);
+      *(vf *)(o + j) = __builtin_shuffle(lo, hi, even);
+      *(vf *)(e + 1 + j) = __builtin_shuffle(lo, hi, odd);
+    }
+    const i64 left = w - 2 * j; /* fewer than 2 VW: the last vectors, partly */
+    if (left > 0) {
+      const vf lo = load_first(s + 2 * j, min64(VW, left));
+      const vf hi = left > VW ? load_first(s + 2 * j + VW, left - VW) : (vf){0};
+      store_first(o + j, __builtin_shuffle(lo, hi, even), (left + 1) / 2);
+      if (left > 1) store_first(e + 1 + j, __builtin_shuffle(lo, hi, odd), left / 2);
+    }
+  }
+  depthwise_rows(job, t, buf + VW - 1, 2 * half, buf + depthwise3s2_rows(wg) * 2 * half, 2,
+                 depthwise_block_s2k3);
+}
+
+static void depthwise_plane(const void *ctx, i64 t, float *buf) {
+  const window_job *job = ctx;
+  phase_planes(buf, job->x + t * job->wg.h * job->wg.w, &job->wg, 0.0f);
+  depthwise_rows(job, t, buf, job->wg.wq, buf + job->wg.acc, 0, depthwise_block_taps);
+}
+
+/* Small planes (at most SMALL_PLANE outputs) go VW channels at a time, channels last: the
+ * group's padded input as [Hp][Wp][VW] (zero padding, written once per buffer), the taps as
+ * vector multiply-adds over the channels, and the result transposed back through the
+ * epilogue. Job t is channel group t % groups of image t / groups. */
+#define SMALL_PLANE 256
+
+static i64 small_rows(const window_geom *wg) {
+  return (wg->oh - 1) * wg->sh + (wg->kh - 1) * wg->dh + 1;
+}
+
+static i64 small_cols(const window_geom *wg) {
+  return (wg->ow - 1) * wg->sw + (wg->kw - 1) * wg->dw + 1;
+}
+
+static void depthwise_small_group(const void *ctx, i64 t, float *buf) {
+  const window_job *job = ctx;
+  const window_geom *wg = &job->wg;
+  const i64 groups = (job->c + VW - 1) / VW, c0 = (t % groups) * VW, b = t / groups;
+  const i64 nc = min64(VW, job->c - c0), taps = wg->kh * wg->kw;
+  const i64 hp = small_rows(wg), wp = small_cols(wg), plane = wg->h * wg->w;
+  const i64 outs = wg->oh * wg->ow;
+  float *in = buf, *out = buf + hp * wp * VW, *wt = out + outs * VW, *column = wt + taps * VW;
+  const float *x = job->x + (b * job->c + c0) * plane;
+  /* when every input element is used: whole vectors of positions, then one by one */
+  const int all = hp - wg->pt >= wg->h && wp - wg->pl >= wg->w;
+  const i64 direct = all ? plane / VW * VW : 0;
+  for (i64 p = 0, iy = 0, ix = 0; p < direct; p += VW) {
+    vf r[VW];
+    for (i64 j = 0; j < VW; j++) r[j] = j < nc ? *(const vf *)(x + j * plane + p) : (vf){0};
+    transpose_block(r);
+    for (i64 k = 0; k < VW; k++) {
+      *(vf *)(in + ((iy + wg->pt) * wp + ix + wg->pl) * VW) = r[k];
+      if (++ix == wg->w) { ix = 0; iy++; }
+    }
+  }
+  for (i64 j = 0; j < nc; j++) {
+    const float *src = x + j * plane;
+    for (i64 p = direct; all && p < plane; p++)
+      in[((p / wg->w + wg->pt) * wp + p % wg->w + wg->pl) * VW + j] = src[p];
+    for (i64 iy = max64(0, -wg->pt); !all && iy < min64(wg->h, hp - wg->pt); iy++)
+      for (i64 ix = max64(0, -wg->pl); ix < min64(wg->w, wp - wg->pl); ix++)
+        in[((iy + wg->pt) * wp + ix + wg->pl) * VW + j] = src[iy * wg->w + ix];
+    for (i64 tap = 0; tap < taps; tap++) wt[tap * VW + j] = job->w[(c0 + j) * taps + tap];
+  }
+  const i64 step = wg->sw * VW; /* from one output's window to the next one's */
+  for (i64 oy = 0; oy < wg->oh; oy++) {
+    i64 ox = 0;
+    for (; ox + 4 <= wg->ow; ox += 4) { /* four independent sums hide the latency */
+      vf acc[4] = {{0}, {0}, {0}, {0}};
+      for (i64 ky = 0; ky < wg->kh; ky++) {
+        const float *row = in + ((oy * wg->sh + ky * wg->dh) * wp + ox * wg->sw) * VW;
+        for (i64 kx = 0; kx < wg->kw; kx++) {
+          const vf wv = *(const vf *)(wt + (ky * wg->kw + kx) * VW);
+          const float *tap = row + kx * wg->dw * VW;
+          for (int j = 0; j < 4; j++) acc[j] += wv * *(const vf *)(tap + j * step);
+        }
+      }
+      for (int j = 0; j < 4; j++) *(vf *)(out + (oy * wg->ow + ox + j) * VW) = acc[j];
+    }
+    for (; ox < wg->ow; ox++) {
+      vf acc = {0};
+      for (i64 ky = 0; ky < wg->kh; ky++) {
+        const float *row = in + ((oy * wg->sh + ky * wg->dh) * wp + ox * wg->sw) * VW;
+        for (i64 kx = 0; kx < wg->kw; kx++)
+          acc += *(const vf *)(wt + (ky * wg->kw + kx) * VW) *
+                 *(const vf *)(row + kx * wg->dw * VW);
+      }
+      *(vf *)(out + (oy * wg->ow + ox) * VW) = acc;
+    }
+  }
+  const i64 whole = outs / VW * VW, at0 = (b * job->c + c0) * outs;
+  const vf lo = (vf){0} + job->lo, hi = (vf){0} + job->hi;
+  for (i64 p = 0; p < whole; p += VW) { /* whole vectors of positions, transposed back */
+    vf r[VW];
+    for (i64 k = 0; k < VW; k++) r[k] = *(const vf *)(out + (p + k) * VW);
+    transpose_block(r);
+    for (i64 j = 0; j < nc; j++) {
+      const i64 at = at0 + j * outs + p;
+      vf v = r[j] + (job->bias ? job->bias[c0 + j] : 0.0f);
+      if (job->res) v += *(const vf *)(job->res + at);
+      *(vf *)(job->y + at) = vclamp(v, lo, hi);
+    }
+  }
+  for (i64 j = 0; j < nc && whole < outs; j++) {
+    const i64 ch = c0 + j, at = at0 + j * outs + whole;
+    for (i64 p = whole; p < outs; p++) column[p - whole] = out[p * VW + j];
+    epilogue(job->y + at, column, outs - whole, job->bias ? job->bias + ch : NULL, 0,
+             job->res ? job->res + at : NULL, job->lo, job->hi);
+  }
+  if (job->act) activate(job->y + at0, 1, 0, nc * outs, job->act); /* the group's planes */
+}
+
+/* Depthwise convolution, NCHW data, weights [C][KH][KW]. */
+int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bias,
+                      const float *res, const i64 *g, const float *bounds) {
+  window_job *job = window_job_new(g, g[13]);
+  if (!job) return -1;
+  job->x = x;
+  job->w = w;
+  job->y = y;
+  job->bias = bias;
+  job->res = res;
+  job->lo = bounds[0];
+  job->hi = bounds[1];
+  job->act = activation_of(bounds);
+  const window_geom *wg = &job->wg;
+  const int nt = num_threads(g[14]);
+  int status;
+  if (depthwise_same(wg)) {
+    status = for_each_plane(g[12] * g[13], nt, depthwise_same_floats(wg), depthwise_same_plane,
+                            job);
+  } else if (depthwise3s2(wg) && wg->ow >= VW - VW / 4) {
+    status = for_each_plane(g[12] * g[13], nt, depthwise3s2_floats(wg), depthwise3s2_plane, job);
+  } else if (wg->oh * wg->ow <= SMALL_PLANE) {
+    const i64 floats = (small_rows(wg) * small_cols(wg) + wg->oh * wg->ow + wg->kh * wg->kw) * VW +
+                       wg->oh * wg->ow;
+    status = for_each_plane(g[12] * ((g[13] + VW - 1) / VW), nt, floats, depthwise_small_group,
+                            job);
+  } else {
+    status = for_each_plane(g[12] * g[13], nt, wg->floats, depthwise_plane, job);
+  }
+  free(job);
+  return status;
+}
+
+static void max_pool_plane(const void *ctx, i64 t, float *buf) {
+  const window_job *job = ctx;
+  const window_geom *wg = &job->wg;
+  float *restrict acc = buf + wg->acc;
+  phase_planes(buf, job->x + t * wg->h * wg->w, wg, -INFINITY);
+  memcpy(acc, buf + job->off[0], (size_t)wg->wide * sizeof(float));
+  for (i64 tap = 1; tap < wg->kh * wg->kw; tap++) {
+    const float *restrict s = buf + job->off[tap];
+    for (i64 p = 0; p < wg->wide; p++) {
+      const float a = acc[p], v = s[p];
+      acc[p] = (a != a || a > v) ? a : v;
+    }
+  }
+  for (i64 oy = 0; oy < wg->oh; oy++)
+    memcpy(job->y + (t * wg->oh + oy) * wg->ow, acc + oy * wg->wq,
+           (size_t)wg->ow * sizeof(float));
+}
+
+/* Max pooling, NCHW: the largest tap of each window (padding never wins; NaN propagates). */
+int ph_max_pool_nchw(const float *x, float *y, const i64 *g) {
+  window_job *job = window_job_new(g, 1);
+  if (!job) return -1;
+  job->x = x;
+  job->y = y;
+  const int status = for_each_plane(g[12], num_threads(g[13]), job->wg.floats,
+                                    max_pool_plane, job);
+  free(job);
+  return status;
+}
+
+/* Depthwise convolution, NHWC data, weights [KH][KW][C]: vectors run along the channels. */
+void ph_depthwise_nhwc(const float *x, const float *w, float *y, const float *bias,
+                       const float *res, const i64 *g, const float *bounds) {
+  const i64 h = g[0], wd = g[1], oh = g[2], ow = g[3], kh = g[4], kw = g[5], sh = g[6];
+  const i64 sw = g[7], dh = g[8], dw = g[9], pt = g[10], pl = g[11], n = g[12], c = g[13];
+  const int nt = num_threads(g[14]);
+  const float lo = bounds[0], hi = bounds[1];
+  const int act = activation_of(bounds);
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (i64 t = 0; t < n * oh; t++) {
+    const i64 b = t / oh, oy = t % oh;
+    for (i64 ox = 0; ox < ow; ox++) {
+      float *dst = y + (t * ow + ox) * c;
+      memset(dst, 0, (size_t)c * sizeof(float));
+      for (i64 ky = 0; ky < kh; ky++) {
+        const i64 iy = oy * sh + ky * dh - pt;
+        if (iy < 0 || iy >= h) continue;
+        for (i64 kx = 0; kx < kw; kx++) {
+          const i64 ix = ox * sw + kx * dw - pl;
+          if (ix < 0 || ix >= wd) continue;
+          const float *restrict s = x + ((b * h + iy) * wd + ix) * c;
+          const float *restrict wt = w + (ky * kw + kx) * c;
+          for (i64 ch = 0; ch < c; ch++) dst[ch] += wt[ch] * s[ch];
+        }
+      }
+      epilogue(dst, dst, c, bias, 1, res ? res + (t * ow + ox) * c : NULL, lo, hi);
+    }
+    if (act) activate(y + t * ow * c, 1, 0, ow * c, act); /* the output row */
+  }
+}
+
