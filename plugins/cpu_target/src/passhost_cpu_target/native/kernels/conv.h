@@ -1,0 +1,64 @@
+/* What the convolution units (conv.c, winograd.c) share: the geometry of a convolution
+ * and the Winograd path's entry points. */
+#ifndef PH_CONV_H
+#define PH_CONV_H
+
+#include "kernels.h"
+
+/* A convolution's geometry g (ph_conv2d_nchw) and what follows from it: channels and outputs
+ * per group, the reduction length k, the plane p, and the counts of micro-panels of output
+ * channels, chunks of them, column blocks and spans of blocks (see conv.c). */
+typedef struct {
+  i64 n, c, h, w, o, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, groups;
+  i64 cg, og, k, p, panels, chunks, blocks, spans;
+  i64 *ox_range, *oy_range;
+} conv_geom;
+
+static inline conv_geom conv_geometry(const i64 *g) {
+  conv_geom cv = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7],
+                  g[8], g[9], g[10], g[11], g[12], g[13], g[14], g[15],
+                  0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL};
+  cv.cg = cv.c / cv.groups;
+  cv.og = cv.o / cv.groups;
+  cv.k = cv.cg * cv.kh * cv.kw;
+  cv.p = cv.oh * cv.ow;
+  cv.panels = (cv.og + MR - 1) / MR;
+  cv.chunks = (cv.panels + MCP - 1) / MCP;
+  cv.blocks = (cv.p + NR - 1) / NR;
+  cv.spans = (cv.blocks + NB - 1) / NB;
+  return cv;
+}
+
+static inline int direct_conv(const conv_geom *cv) {
+  return cv->kh == 1 && cv->kw == 1 && cv->sh == 1 && cv->sw == 1 && cv->pt == 0 &&
+         cv->pl == 0 && cv->oh == cv->h && cv->ow == cv->w;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Winograd F(2x2, 3x3) for 3x3, stride-1, undilated, ungrouped convolutions with at least
+ * WINO_MIN_OUTPUTS outputs per channel: each 2x2 output tile is A^T [(G g G^T) . (B^T d B)] A
+ * over its 4x4 input tile d, so the 36 multiplies per tile and channel pair become 16, done
+ * as 16 matrix products M[xi] = U[xi] (O x C) x V[xi] (C x tiles). The prepared weights
+ * hold U (ph_conv2d_nchw_prepare), the `cols` scratch the input's 2x2 phase planes: element
+ * (a, b) of tile (ty, tx) is phase (a % 2, b % 2) at (ty + a / 2, tx + b / 2). A task
+ * transforms `rows` tile rows (at most NR tiles) into V, multiplies them for one chunk of
+ * output channels, and transforms the products back through the epilogue. From 100 outputs
+ * per channel on (a 14x14 plane's 196 takes 2.43 -> 1.6 ms for ResNet-50's 256-channel
+ * layers; at 7x7 its 16 tiles fill half the columns and it is slower than the direct path).
+ */
+#define WINO_MIN_OUTPUTS 100
+
+typedef struct {
+  i64 th, tw, twv, rows, row_groups; /* tiles down and across (padded to twv), rows per task */
+  i64 ts;                            /* columns of a tile row in V and M: twv, or tw packed */
+  window_geom wg;
+} wino_geom;
+
+PH_HIDDEN int use_winograd(const conv_geom *cv);
+PH_HIDDEN wino_geom wino_geometry(const conv_geom *cv);
+PH_HIDDEN void wino_weights(float *u, i64 stride, const float *restrict w, i64 n);
+PH_HIDDEN int conv2d_winograd(const conv_geom *cv, const float *x, const float *u, float *y,
+                              const float *bias, const float *res, float *planes, int nt,
+                              float lo, float hi, int act);
+
+#endif /* PH_CONV_H */

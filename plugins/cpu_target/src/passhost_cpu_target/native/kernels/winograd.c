@@ -1,0 +1,184 @@
+/* Winograd F(2x2, 3x3) convolutions (see conv.h). */
+#include "conv.h"
+
+int use_winograd(const conv_geom *cv) {
+  return cv->kh == 3 && cv->kw == 3 && cv->sh == 1 && cv->sw == 1 && cv->dh == 1 &&
+         cv->dw == 1 && cv->groups == 1 && cv->c >= 16 && cv->p >= WINO_MIN_OUTPUTS &&
+         ((cv->ow + 1) / 2 + VW - 1) / VW * VW <= NR;
+}
+
+wino_geom wino_geometry(const conv_geom *cv) {
+  wino_geom wn;
+  memset(&wn, 0, sizeof wn);
+  wn.th = (cv->oh + 1) / 2;
+  wn.tw = (cv->ow + 1) / 2;
+  wn.twv = (wn.tw + VW - 1) / VW * VW;
+  /* Tile rows side by side at their own width where more of them fit in NR columns (7
+   * tiles across a 14x14 plane: 4 rows instead of 2, 28 of 32 columns used). */
+  wn.ts = NR / wn.tw > NR / wn.twv ? wn.tw : wn.twv;
+  wn.rows = max64(1, NR / wn.ts);
+  wn.row_groups = (wn.th + wn.rows - 1) / wn.rows;
+  wn.wg.h = cv->h;
+  wn.wg.w = cv->w;
+  wn.wg.sh = wn.wg.sw = 2;
+  wn.wg.pt = cv->pt;
+  wn.wg.pl = cv->pl;
+  wn.wg.hq = wn.th + 1;
+  wn.wg.wq = wn.tw + 1;
+  wn.wg.phase = wn.wg.hq * wn.wg.wq;
+  return wn;
+}
+
+/* u[xi * stride + j] = (G g G^T)[xi] for the 3x3 kernels g = w[9 j : 9 j + 9], j < VW
+ * (kernels past n are zero). */
+void wino_weights(float *u, i64 stride, const float *restrict w, i64 n) {
+  float g[9][VW];
+  for (i64 j = 0; j < VW; j++)
+    for (int k = 0; k < 9; k++) g[k][j] = j < n ? w[9 * j + k] : 0.0f;
+  vf t[4][3];
+  for (int k = 0; k < 3; k++) {
+    const vf g0 = *(const vf *)g[k], g1 = *(const vf *)g[3 + k], g2 = *(const vf *)g[6 + k];
+    t[0][k] = g0;
+    t[1][k] = 0.5f * (g0 + g1 + g2);
+    t[2][k] = 0.5f * (g0 - g1 + g2);
+    t[3][k] = g2;
+  }
+  for (int i = 0; i < 4; i++) {
+    const vf r[4] = {t[i][0], 0.5f * (t[i][0] + t[i][1] + t[i][2]),
+                     0.5f * (t[i][0] - t[i][1] + t[i][2]), t[i][2]};
+    for (int k = 0; k < 4; k++) {
+      float *dst = u + (4 * i + k) * stride;
+      if (n >= VW) {
+        *(vf *)dst = r[k];
+      } else {
+        for (i64 j = 0; j < n; j++) dst[j] = r[k][j];
+      }
+    }
+  }
+}
+
+/* v[xi * vs + tx] = (B^T d B)[xi] of tile (ty, tx) for tx < twv (tiles past tw read the
+ * planes' slack), from one channel's phase planes. */
+static void wino_input_row(float *v, i64 vs, const float *planes, const wino_geom *wn, i64 ty) {
+  const i64 wq = wn->wg.wq, phase = wn->wg.phase;
+  const float *row[4][4];
+  for (int a = 0; a < 4; a++)
+    for (int b = 0; b < 4; b++)
+      row[a][b] = planes + ((a % 2) * 2 + b % 2) * phase + (ty + a / 2) * wq + b / 2;
+  for (i64 tx = 0; tx < wn->twv; tx += VW) {
+    vf e[4][4];
+    for (int a = 0; a < 4; a++) {
+      const vf d0 = *(const vf *)(row[a][0] + tx), d1 = *(const vf *)(row[a][1] + tx);
+      const vf d2 = *(const vf *)(row[a][2] + tx), d3 = *(const vf *)(row[a][3] + tx);
+      e[a][0] = d0 - d2;
+      e[a][1] = d1 + d2;
+      e[a][2] = d2 - d1;
+      e[a][3] = d1 - d3;
+    }
+    for (int b = 0; b < 4; b++) {
+      *(vf *)(v + (0 + b) * vs + tx) = e[0][b] - e[2][b];
+      *(vf *)(v + (4 + b) * vs + tx) = e[1][b] + e[2][b];
+      *(vf *)(v + (8 + b) * vs + tx) = e[2][b] - e[1][b];
+      *(vf *)(v + (12 + b) * vs + tx) = e[1][b] - e[3][b];
+    }
+  }
+}
+
+/* The two output rows of a tile row (A^T m A of m[xi * ms + tx]) into row0 and row1, each
+ * 2 * twv long; `tmp` holds 4 * twv floats. */
+static void wino_output_row(float *restrict row0, float *restrict row1, float *restrict tmp,
+                            const float *m, i64 ms, i64 twv) {
+  for (i64 tx = 0; tx < twv; tx += VW) {
+    vf s[2][4];
+    for (int b = 0; b < 4; b++) {
+      const vf m0 = *(const vf *)(m + b * ms + tx), m1 = *(const vf *)(m + (4 + b) * ms + tx);
+      const vf m2 = *(const vf *)(m + (8 + b) * ms + tx);
+      const vf m3 = *(const vf *)(m + (12 + b) * ms + tx);
+      s[0][b] = m0 + m1 + m2;
+      s[1][b] = m1 - m2 - m3;
+    }
+    for (int r = 0; r < 2; r++) {
+      *(vf *)(tmp + (2 * r) * twv + tx) = s[r][0] + s[r][1] + s[r][2];
+      *(vf *)(tmp + (2 * r + 1) * twv + tx) = s[r][1] - s[r][2] - s[r][3];
+    }
+  }
+  for (i64 tx = 0; tx < twv; tx++) {
+    row0[2 * tx] = tmp[tx];
+    row0[2 * tx + 1] = tmp[twv + tx];
+    row1[2 * tx] = tmp[2 * twv + tx];
+    row1[2 * tx + 1] = tmp[3 * twv + tx];
+  }
+}
+
+/* u: the transformed weights, 16 matrices (O x C) in panels (winograd_prepare). */
+int conv2d_winograd(const conv_geom *cv, const float *x, const float *u, float *y,
+                    const float *bias, const float *res, float *planes, int nt, float lo,
+                    float hi, int act) {
+  const wino_geom wn = wino_geometry(cv);
+  const i64 c = cv->c, o = cv->o, tasks = wn.row_groups * cv->chunks;
+  int failed = 0;
+#pragma omp parallel num_threads(nt)
+  {
+    float *v = aligned_floats(16 * c * NR + 16 * MCP * MR * NR + 8 * wn.twv + 16 * wn.twv, 1);
+    float *m = v ? v + 16 * c * NR : NULL, *rows = v ? m + 16 * MCP * MR * NR : NULL;
+    float *tin = v ? rows + 8 * wn.twv : NULL; /* one tile row's transform, packed rows */
+    if (!v) {
+#pragma omp atomic write
+      failed = 1;
+    }
+    for (i64 b = 0; b < cv->n; b++) {
+#pragma omp for schedule(static)
+      for (i64 ch = 0; ch < c; ch++)
+        phase_planes(planes + ch * 4 * wn.wg.phase, x + (b * c + ch) * cv->h * cv->w, &wn.wg,
+                     0.0f);
+#pragma omp for schedule(static)
+      for (i64 t = 0; t < tasks; t++) {
+        if (!v) continue;
+        const i64 ty0 = (t % wn.row_groups) * wn.rows, chunk = t / wn.row_groups;
+        const i64 nrows = min64(wn.rows, wn.th - ty0);
+        i64 q0, q1;
+        part_range(cv->panels, cv->chunks, chunk, &q0, &q1);
+        for (i64 ch = 0; ch < c; ch++)
+          for (i64 r = 0; r < nrows; r++) {
+            const float *plane = planes + ch * 4 * wn.wg.phase;
+            if (wn.ts == wn.twv) {
+              wino_input_row(v + ch * NR + r * wn.twv, c * NR, plane, &wn, ty0 + r);
+              continue;
+            }
+            wino_input_row(tin, wn.twv, plane, &wn, ty0 + r);
+            for (i64 xi = 0; xi < 16; xi++)
+              memcpy(v + xi * c * NR + ch * NR + r * wn.ts, tin + xi * wn.twv,
+                     sizeof(float) * (size_t)wn.ts);
+          }
+        for (i64 xi = 0; xi < 16; xi++)
+          for (i64 q = q0; q < q1; q++)
+            for (i64 c0 = 0; c0 < c; c0 += KC)
+              micro_tile(u + ((xi * cv->panels + q) * c + c0) * MR, min64(MR, o - q * MR),
+                         v + (xi * c + c0) * NR, NR, min64(KC, c - c0),
+                         m + (xi * MCP + q - q0) * MR * NR, c0 > 0, NULL);
+        for (i64 q = q0; q < q1; q++) {
+          for (i64 i = 0; i < min64(MR, o - q * MR); i++) {
+            const i64 oc = q * MR + i;
+            const float *mo = m + (q - q0) * MR * NR + i * NR;
+            for (i64 r = 0; r < nrows; r++) {
+              wino_output_row(rows, rows + 2 * wn.twv, rows + 4 * wn.twv, mo + r * wn.ts,
+                              MCP * MR * NR, wn.twv);
+              for (i64 dy = 0; dy < 2 && 2 * (ty0 + r) + dy < cv->oh; dy++) {
+                const i64 at = ((b * o + oc) * cv->oh + 2 * (ty0 + r) + dy) * cv->ow;
+                epilogue(y + at, rows + dy * 2 * wn.twv, cv->ow, bias ? bias + oc : NULL, 0,
+                         res ? res + at : NULL, lo, hi);
+              }
+            }
+            if (act) { /* the task's output rows of this channel, one stretch */
+              const i64 oy = 2 * ty0, ny = min64(cv->oh, 2 * (ty0 + nrows)) - oy;
+              activate(y + ((b * o + oc) * cv->oh + oy) * cv->ow, 1, 0, ny * cv->ow, act);
+            }
+          }
+        }
+      }
+    }
+    free(v);
+  }
+  return failed ? -1 : 0;
+}
+
