@@ -202,7 +202,12 @@ def _write_atomically(target: Path, write: Callable[[str], str | None]) -> str |
             os.unlink(tmp)
 
 
-def _complaint(result: subprocess.CompletedProcess[str]) -> str:
+def _run(args: Sequence[str], work: str) -> str | None:
+    """Run the compiler ``args`` in ``work``; its complaint, or None when it succeeds."""
+    result = subprocess.run(args, cwd=work, capture_output=True, text=True, timeout=600,
+                            check=False)
+    if result.returncode == 0:
+        return None
     return result.stderr.strip()[-400:] or f"exit status {result.returncode}"
 
 
@@ -256,20 +261,14 @@ def _compile(compiler: str, files: Mapping[str, bytes], flags: Sequence[str],
             # the longest first, so that the last to start are the quickest to finish
             units = sorted((name for name in files if name.endswith(".c")),
                            key=lambda name: (-len(files[name]), name))
-            out = ["-o", os.path.abspath(tmp)]
+            out = ("-o", os.path.abspath(tmp))
             if len(units) == 1:
-                result = subprocess.run([compiler, *flags, *_COMPILE_FLAGS, *_LINK_FLAGS,
-                                         *units, *out], cwd=work, capture_output=True,
-                                        text=True, timeout=600, check=False)
-                problem = None if result.returncode == 0 else _complaint(result)
+                problem = _run([compiler, *flags, *_COMPILE_FLAGS, *_LINK_FLAGS, *units, *out],
+                               work)
             else:
-                problem = _compile_units(compiler, units, flags, work)
-                if problem is None:
-                    result = subprocess.run([compiler, *flags, *_LINK_FLAGS,
-                                             *(f"{unit}.o" for unit in units), *out],
-                                            cwd=work, capture_output=True, text=True,
-                                            timeout=600, check=False)
-                    problem = None if result.returncode == 0 else _complaint(result)
+                problem = (_compile_units(compiler, units, flags, work) or
+                           _run([compiler, *flags, *_LINK_FLAGS,
+                                 *(f"{unit}.o" for unit in units), *out], work))
         if problem is not None:
             return problem
         digest = _file_digest(Path(tmp))
