@@ -251,8 +251,9 @@ def test_nchw_depthwise_on_large_planes_applies_bias_residual_and_clip(threads, 
                                            (14, 14, 7), (20, 27, 5)])
 def test_nchw_depthwise_5x5_and_7x7_apply_bias_residual_and_clip(threads, h, w, k):
     """Padded 5x5 and 7x7 stride-1 layers: the row-reuse path for rows of at least two
-    vectors less a quarter (blocks of four rows and single rows after them, whole and
-    partial vectors, more than one 64-output segment), the phase-plane path below."""
+    vectors less a quarter (blocks of four rows and a last block of fewer, summed from the
+    zero rows below the plane; whole and partial vectors; more than one 64-output segment),
+    the tap-by-tap path of the phase planes for narrower rows."""
     c, pad = 6, k // 2
     data, weight = RNG.uniform(-1, 1, (2, c, h, w)), RNG.uniform(-2, 2, (c, 1, k, k))
     bias, res = RNG.uniform(-1, 1, (c, 1, 1)), RNG.uniform(-1, 1, (2, c, h, w))
