@@ -95,26 +95,35 @@ static inline __attribute__((always_inline)) void depthwise_block(
     for (int v = 0; v < nv; v++) a[r][v] = (vf){0};
   if (step) {
     const i64 s2[3] = {0, stride / 2 + 1, 1}; /* step 2: even, odd, next even column */
+    /* Input row j's taps into the sums of the rows whose windows cover it. Its weights are
+     * read anew for each row: kept in registers from one row to the next (up to ks - 1 rows
+     * on), a 7x7's 49 spill. */
+#define DW_ROW_TAPS(j)                                                                   \
+  do {                                                                                   \
+    const float *wj = wc;                                                                \
+    __asm__("" : "+r"(wj));                                                              \
+    _Pragma("GCC unroll 8") for (int kx = 0; kx < ks; kx++) {                           \
+      const i64 col = step == 1 ? kx : s2[kx];                                           \
+      vf in[4];                                                                          \
+      for (int v = 0; v < nv; v++) in[v] = *(const vf *)(src + (j) * stride + col + v * VW); \
+      _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {                            \
+        const int ky = (j) - step * r;                                                   \
+        if (ky < 0 || ky >= ks) continue;                                                \
+        const vf wt = (vf){0} + wj[ky * ks + kx];                                        \
+        for (int v = 0; v < nv; v++) a[r][v] += wt * in[v];                              \
+      }                                                                                  \
+    }                                                                                    \
+  } while (0)
+    /* 3x3: the rows unrolled; 5x5 and 7x7 in a loop (unrolled, they took most of the
+     * library's compile time, ten times that under the sanitizers) */
+    if (ks == 3) {
 #pragma GCC unroll 16
-    for (int j = 0; j < (nr - 1) * step + ks; j++) {
-      /* The weights are read anew for each input row: kept in registers from one row to
-       * the next (up to ks - 1 rows on), a 7x7's 49 spill. */
-      const float *wj = wc;
-      __asm__("" : "+r"(wj));
-#pragma GCC unroll 8
-      for (int kx = 0; kx < ks; kx++) {
-        const i64 col = step == 1 ? kx : s2[kx];
-        vf in[4];
-        for (int v = 0; v < nv; v++) in[v] = *(const vf *)(src + j * stride + col + v * VW);
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++) {
-          const int ky = j - step * r;
-          if (ky < 0 || ky >= ks) continue;
-          const vf wt = (vf){0} + wj[ky * ks + kx];
-          for (int v = 0; v < nv; v++) a[r][v] += wt * in[v];
-        }
-      }
+      for (int j = 0; j < (nr - 1) * step + ks; j++) DW_ROW_TAPS(j);
+    } else {
+#pragma GCC unroll 1
+      for (int j = 0; j < (nr - 1) * step + ks; j++) DW_ROW_TAPS(j);
     }
+#undef DW_ROW_TAPS
   } else {
     const i64 taps = job->wg.kh * job->wg.kw;
     for (i64 tap = 0; tap < taps; tap++) {
@@ -191,8 +200,8 @@ DW_BLOCK(depthwise_block_s2k3, 2, 3)
  * whose window covers it; 5x5 and 7x7 take it for rows of two vectors less a quarter or
  * more (at 14x14, 7x7 ran 1.25x and 5x5 with SiLU 1.2x the time of the generic path).
  * Measured against that path with the same buffers: 7x7 at 56x56 (ConvNeXt-T, 96
- * channels) 0.65 -> 0.52 ms, at 28x28 0.36 -> 0.25 ms; 5x5 with SiLU (EfficientNet-B0) at
- * 56x56 0.62 -> 0.51 ms, at 28x28 0.41 -> 0.31 ms. */
+ * channels) 0.63 -> 0.40 ms, at 28x28 0.34 -> 0.23 ms; 5x5 with SiLU (EfficientNet-B0) at
+ * 56x56 0.63 -> 0.49 ms, at 28x28 0.47 -> 0.34 ms. */
 static int depthwise_same(const window_geom *wg) {
   const i64 k = wg->kh, min_row = k == 3 ? VW - VW / 4 : 2 * VW - VW / 4;
   return wg->kw == k && (k == 3 || k == 5 || k == 7) && wg->sh == 1 && wg->sw == 1 &&
