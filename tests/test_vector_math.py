@@ -23,7 +23,7 @@ from passhost_cpu_target.native.build import find_compiler
 #: The loops' flags, as the cpu target compiles its generated loops.
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-std=gnu11")
 #: The documented bound on the error, in ulps of the float32 result.
-MAX_ULPS = {"exp": 2.0, "log": 2.0, "tanh": 2.0, "sigmoid": 2.0, "erf": 3.0}
+MAX_ULPS = {"exp": 2.0, "log": 2.0, "tanh": 2.0, "sigmoid": 2.5, "erf": 3.0}
 NAMES = tuple(MAX_ULPS)
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i686", "x86")
 #: Flag sets the functions are checked under: the native one (fused multiply-adds where
