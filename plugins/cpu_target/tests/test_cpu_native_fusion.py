@@ -323,10 +323,16 @@ CONV_PATHS = {
     "pointwise": (1, 16, 20, 10, 1, 1, 0, 1, 1),
     "shared-columns": (1, 4, 140, 9, 3, 1, 2, 2, 1),
 }
-#: Depthwise convolutions taking each path (n, c, h, w, k, stride, pad, layout).
+#: Depthwise convolutions taking each path (n, c, h, w, k, stride, pad, layout); pad is one
+#: size for every side, or (top, left, bottom, right).
 DEPTHWISE_PATHS = {
     "rows-3x3": (2, 5, 19, 37, 3, 1, 1, "NCHW"),
     "rows-3x3-stride-2": (2, 5, 40, 75, 3, 2, 1, "NCHW"),
+    # TensorFlow's "same" padding (Hugging Face's EfficientNet): K // 2 - 1 at the top and
+    # left, the rest at the bottom and right; and PyTorch's K // 2 on every side
+    "rows-3x3-stride-2-same": (1, 3, 41, 44, 3, 2, (0, 0, 1, 1), "NCHW"),
+    "rows-5x5-stride-2": (1, 3, 27, 56, 5, 2, 2, "NCHW"),
+    "rows-5x5-stride-2-same": (2, 3, 56, 57, 5, 2, (1, 1, 2, 2), "NCHW"),
     "rows-5x5": (1, 3, 13, 30, 5, 1, 2, "NCHW"),
     "rows-7x7": (2, 4, 30, 45, 7, 1, 3, "NCHW"),
     "phase-planes": (1, 3, 20, 23, 5, 1, 2, "NCHW"),
@@ -375,8 +381,9 @@ def test_conv_applies_the_activation_last_on_every_path(path, extras, activation
 @pytest.mark.parametrize("path", DEPTHWISE_PATHS)
 def test_depthwise_applies_the_activation_last_on_every_path(path, extras, activation):
     n, c, h, w, k, stride, pad, layout = DEPTHWISE_PATHS[path]
-    oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
-    attrs = {"padding": (pad,) * 4, "strides": (stride, stride), "groups": c}
+    top, left, bottom, right = (pad,) * 4 if isinstance(pad, int) else pad
+    oh, ow = (h + top + bottom - k) // stride + 1, (w + left + right - k) // stride + 1
+    attrs = {"padding": (top, left, bottom, right), "strides": (stride, stride), "groups": c}
     if layout == "NCHW":
         data, weight, out = _uniform((n, c, h, w), 2.0), _uniform((c, 1, k, k)), (n, c, oh, ow)
     else:

@@ -83,7 +83,7 @@ static inline __attribute__((always_inline)) void depthwise_store(
  * 7 with step 1, ks = 3 with step 2): input row by input row (rows `stride` apart), so that
  * each vector loaded feeds every output row whose window covers it. Step 1 reads columns
  * one apart; step 2 reads the row's even and odd columns split in two halves of
- * stride / 2 floats (see depthwise3s2_plane). The sums are those of nr rows; the first
+ * stride / 2 floats (see depthwise_s2_plane). The sums are those of nr rows; the first
  * `rows` are stored (the row paths sum DW_ROWS rows at the bottom too, from zero rows
  * below the plane: one variant fewer to compile per width). */
 static inline __attribute__((always_inline)) void depthwise_block(
@@ -94,7 +94,8 @@ static inline __attribute__((always_inline)) void depthwise_block(
   for (int r = 0; r < nr; r++)
     for (int v = 0; v < nv; v++) a[r][v] = (vf){0};
   if (step) {
-    const i64 s2[3] = {0, stride / 2 + 1, 1}; /* step 2: even, odd, next even column */
+    /* step 2: even, odd, next even, next odd, even after that column */
+    const i64 s2[5] = {0, stride / 2 + 1, 1, stride / 2 + 2, 2};
     /* Input row j's taps into the sums of the rows whose windows cover it. Its weights are
      * read anew for each row: kept in registers from one row to the next (up to ks - 1 rows
      * on), a 7x7's 49 spill. */
@@ -161,8 +162,10 @@ static inline __attribute__((always_inline)) void depthwise_block_any(const wind
     DW_CASES(DW_ROWS, 1, 5)
   } else if (step == 1 && ks == 7) {
     DW_CASES(DW_ROWS, 1, 7)
-  } else if (step == 2) {
+  } else if (step == 2 && ks == 3) {
     DW_CASES(DW_ROWS, 2, 3)
+  } else if (step == 2 && ks == 5) {
+    DW_CASES(DW_ROWS, 2, 5)
   } else if (rows == DW_ROWS) {
     DW_CASES(DW_ROWS, 0, 0)
   } else {
@@ -188,6 +191,7 @@ DW_BLOCK(depthwise_block_s1k3, 1, 3)
 DW_BLOCK(depthwise_block_s1k5, 1, 5)
 DW_BLOCK(depthwise_block_s1k7, 1, 7)
 DW_BLOCK(depthwise_block_s2k3, 2, 3)
+DW_BLOCK(depthwise_block_s2k5, 2, 5)
 #undef DW_BLOCK
 
 /* K x K (K = 3, 5 or 7), stride-1, undilated depthwise convolutions padded by K / 2 on
@@ -263,61 +267,77 @@ static void depthwise_same_plane(const void *ctx, i64 t, float *buf) {
                                : depthwise_block_s1k7);
 }
 
-/* 3x3, stride-2, undilated depthwise convolutions padded by one at the top and left (and
- * by what the last window needs at the bottom and right) read each padded input row from
- * `buf` split into its even columns (from the left padding on) and its odd ones, halves of
- * depthwise3s2_half floats, so that the three taps of a row are whole vectors: output
- * column ox reads even[ox], odd[ox] and even[ox + 1]. Rows as in depthwise3_plane, and
- * like it for output rows of at least three quarters of a vector whatever the plane's
- * size (a 14x14 output from 28x28 ran 0.65x-0.8x the time of the small-plane path). */
-static int depthwise3s2(const window_geom *wg) {
-  return wg->kh == 3 && wg->kw == 3 && wg->sh == 2 && wg->sw == 2 && wg->dh == 1 &&
-         wg->dw == 1 && wg->pt == 1 && wg->pl == 1 && wg->oh == (wg->h + 1) / 2 &&
-         wg->ow == (wg->w + 1) / 2;
+/* 3x3 and 5x5, stride-2, undilated depthwise convolutions padded by at most K / 2 at the
+ * top and at the left (PyTorch pads 3x3 layers by one on every side; TensorFlow's "same"
+ * padding, as in Hugging Face's EfficientNet, puts K / 2 - 1 at the top and left and the
+ * rest at the bottom and right) read each padded input row from `buf` split into its even
+ * columns and its odd ones, halves of depthwise_s2_half floats, so that the taps of a row
+ * are whole vectors: output column ox reads even[ox], odd[ox], even[ox + 1], odd[ox + 1],
+ * even[ox + 2]. Rows of the padded plane beyond the data are zero, so the bottom and right
+ * padding is whatever the output's size asks. Taken for output rows of at least three
+ * quarters of a vector whatever the plane's size (a 3x3's 14x14 output from 28x28 ran
+ * 0.65x-0.8x the time of the small-plane path); the tap-by-tap path, which it replaces,
+ * spent half its time copying the plane's four phases. */
+static int depthwise_s2(const window_geom *wg) {
+  const i64 k = wg->kh;
+  return (k == 3 || k == 5) && wg->kw == k && wg->sh == 2 && wg->sw == 2 && wg->dh == 1 &&
+         wg->dw == 1 && wg->pt >= 0 && wg->pt <= k / 2 && wg->pl >= 0 && wg->pl <= k / 2 &&
+         wg->ow >= VW - VW / 4;
 }
 
-static i64 depthwise3s2_half(const window_geom *wg) {
-  return (wg->ow + 1 + VW - 1) / VW * VW + VW;
+/* Floats of each half-row: the columns the outputs read and the data's, rounded up to
+ * whole vectors, and a vector for reads past them. */
+static i64 depthwise_s2_half(const window_geom *wg) {
+  const i64 cols = max64(wg->ow + wg->kw / 2, (wg->w + wg->pl) / 2 + 1);
+  return (cols + VW - 1) / VW * VW + VW;
 }
 
-/* Rows of depthwise3s2_plane's buffer: the padded plane, and 2 (DW_ROWS - 1) zero rows
- * below it for the sums of a last block's rows past the plane. */
-static i64 depthwise3s2_rows(const window_geom *wg) { return wg->h + 2 + 2 * (DW_ROWS - 1); }
-
-static i64 depthwise3s2_floats(const window_geom *wg) {
-  return depthwise3s2_rows(wg) * 2 * depthwise3s2_half(wg) + VW;
+/* Rows of depthwise_s2_plane's buffer: the padded plane (the rows the outputs read and the
+ * data's), and 2 (DW_ROWS - 1) zero rows below it for the sums of a last block's rows past
+ * the plane. */
+static i64 depthwise_s2_rows(const window_geom *wg) {
+  return max64(wg->h + wg->pt, 2 * (wg->oh - 1) + wg->kh) + 2 * (DW_ROWS - 1);
 }
 
-static void depthwise3s2_plane(const void *ctx, i64 t, float *buf) {
+static i64 depthwise_s2_floats(const window_geom *wg) {
+  return depthwise_s2_rows(wg) * 2 * depthwise_s2_half(wg) + VW;
+}
+
+static void depthwise_s2_plane(const void *ctx, i64 t, float *buf) {
   const window_job *job = ctx;
   const window_geom *wg = &job->wg;
-  const i64 half = depthwise3s2_half(wg), w = wg->w;
+  const i64 half = depthwise_s2_half(wg), w = wg->w, pl = wg->pl;
   vi even, odd;
   for (int j = 0; j < VW; j++) {
     even[j] = 2 * j;
     odd[j] = 2 * j + 1;
   }
+  /* Padded column p (data column p - pl) is even[p / 2] at e + p / 2 for even p, odd[p / 2]
+   * at e + half + 1 + p / 2 for odd p: data column 2j goes to index j + pl / 2 of the half
+   * of pl's parity, data column 2j + 1 to index j + (pl + 1) / 2 of the other. */
+  const i64 to_even = (pl % 2 ? half + 1 : 0) + pl / 2;
+  const i64 to_odd = (pl % 2 ? 0 : half + 1) + (pl + 1) / 2;
   const float *x = job->x + t * wg->h * w;
   for (i64 iy = 0; iy < wg->h; iy++) {
-    /* padded column 2j is data column 2j - 1 (odd), padded column 2j + 1 data column 2j */
-    float *e = buf + (iy + 1) * 2 * half + VW - 1, *o = e + half + 1;
+    float *e = buf + (iy + wg->pt) * 2 * half + VW - 1;
+    float *de = e + to_even, *dodd = e + to_odd;
     const float *s = x + iy * w;
     i64 j = 0;
     for (; 2 * j + 2 * VW <= w; j += VW) {
       const vf lo = *(const vf *)(s + 2 * j), hi = *(const vf *)(s + 2 * j + VW);
-      *(vf *)(o + j) = __builtin_shuffle(lo, hi, even);
-      *(vf *)(e + 1 + j) = __builtin_shuffle(lo, hi, odd);
+      *(vf *)(de + j) = __builtin_shuffle(lo, hi, even);
+      *(vf *)(dodd + j) = __builtin_shuffle(lo, hi, odd);
     }
     const i64 left = w - 2 * j; /* fewer than 2 VW: the last vectors, partly */
     if (left > 0) {
       const vf lo = load_first(s + 2 * j, min64(VW, left));
       const vf hi = left > VW ? load_first(s + 2 * j + VW, left - VW) : (vf){0};
-      store_first(o + j, __builtin_shuffle(lo, hi, even), (left + 1) / 2);
-      if (left > 1) store_first(e + 1 + j, __builtin_shuffle(lo, hi, odd), left / 2);
+      store_first(de + j, __builtin_shuffle(lo, hi, even), (left + 1) / 2);
+      if (left > 1) store_first(dodd + j, __builtin_shuffle(lo, hi, odd), left / 2);
     }
   }
-  depthwise_rows(job, t, buf + VW - 1, 2 * half, buf + depthwise3s2_rows(wg) * 2 * half, 2,
-                 depthwise_block_s2k3);
+  depthwise_rows(job, t, buf + VW - 1, 2 * half, buf + depthwise_s2_rows(wg) * 2 * half, 2,
+                 wg->kh == 3 ? depthwise_block_s2k3 : depthwise_block_s2k5);
 }
 
 static void depthwise_plane(const void *ctx, i64 t, float *buf) {
@@ -437,8 +457,8 @@ int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bia
   if (depthwise_same(wg)) {
     status = for_each_plane(g[12] * g[13], nt, depthwise_same_floats(wg), depthwise_same_plane,
                             job);
-  } else if (depthwise3s2(wg) && wg->ow >= VW - VW / 4) {
-    status = for_each_plane(g[12] * g[13], nt, depthwise3s2_floats(wg), depthwise3s2_plane, job);
+  } else if (depthwise_s2(wg)) {
+    status = for_each_plane(g[12] * g[13], nt, depthwise_s2_floats(wg), depthwise_s2_plane, job);
   } else if (wg->oh * wg->ow <= SMALL_PLANE) {
     const i64 floats = (small_rows(wg) * small_cols(wg) + wg->oh * wg->ow + wg->kh * wg->kw) * VW +
                        wg->oh * wg->ow;
