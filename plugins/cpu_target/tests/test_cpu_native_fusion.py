@@ -337,6 +337,7 @@ DEPTHWISE_PATHS = {
     "rows-7x7": (2, 4, 30, 45, 7, 1, 3, "NCHW"),
     "phase-planes": (1, 3, 20, 23, 5, 1, 2, "NCHW"),
     "small-planes": (2, 21, 7, 7, 3, 1, 1, "NCHW"),
+    "small-planes-narrow": (1, 17, 6, 3, 3, 1, 1, "NCHW"),
     "small-planes-stride-2": (1, 19, 14, 14, 5, 2, 2, "NCHW"),
     "nhwc": (2, 20, 7, 7, 3, 1, 1, "NHWC"),
 }

@@ -274,14 +274,20 @@ static inline __attribute__((always_inline)) void transpose_block(vf *r) {
   for (int i = 0; i < VW; i++)
     for (int k = 0; k < VW; k++) r[i][k] = t[i][k];
 #else
+  /* the lane numbers 0, 1, ..., VW - 1, as a constant */
+#if VW == 16
+  const vi lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+#elif VW == 8
+  const vi lane = {0, 1, 2, 3, 4, 5, 6, 7};
+#else
+  const vi lane = {0, 1, 2, 3};
+#endif
 #pragma GCC unroll 4
   for (int d = VW / 2; d >= 1; d /= 2) {
-    vi ma, mb;
-#pragma GCC unroll 16
-    for (int k = 0; k < VW; k++) {
-      ma[k] = (k & d) ? VW + k - d : k;
-      mb[k] = (k & d) ? VW + k : k + d;
-    }
+    /* lane k of the pair's first result takes a[k] or, where k & d, b[k - d]; of the second
+     * b[k] or, where not, a[k + d] (indices into a then b), as vector constants */
+    const vi high = (lane & d) != 0;
+    const vi ma = lane + (high & (VW - d)), mb = lane + (high & VW) + (~high & d);
 #pragma GCC unroll 16
     for (int i = 0; i < VW; i++) {
       if (i & d) continue;

@@ -360,6 +360,26 @@ static i64 small_cols(const window_geom *wg) {
   return (wg->ow - 1) * wg->sw + (wg->kw - 1) * wg->dw + 1;
 }
 
+/* Outputs (oy, ox + j), j < n, of depthwise_small_group's channels-last vectors: the taps of
+ * `in` ([Hp][Wp][VW]) times those of `wt` ([taps][VW]) into `out` ([OH][OW][VW]), n independent
+ * sums (inlined with constant n). */
+static inline __attribute__((always_inline)) void small_sums(const window_geom *wg,
+                                                             const float *in, const float *wt,
+                                                             float *out, i64 wp, i64 oy, i64 ox,
+                                                             const int n) {
+  const i64 step = wg->sw * VW; /* from one output's window to the next one's */
+  vf acc[4] = {{0}, {0}, {0}, {0}};
+  for (i64 ky = 0; ky < wg->kh; ky++) {
+    const float *row = in + ((oy * wg->sh + ky * wg->dh) * wp + ox * wg->sw) * VW;
+    for (i64 kx = 0; kx < wg->kw; kx++) {
+      const vf wv = *(const vf *)(wt + (ky * wg->kw + kx) * VW);
+      const float *tap = row + kx * wg->dw * VW;
+      for (int j = 0; j < n; j++) acc[j] += wv * *(const vf *)(tap + j * step);
+    }
+  }
+  for (int j = 0; j < n; j++) *(vf *)(out + (oy * wg->ow + ox + j) * VW) = acc[j];
+}
+
 static void depthwise_small_group(const void *ctx, i64 t, float *buf) {
   const window_job *job = ctx;
   const window_geom *wg = &job->wg;
@@ -390,30 +410,16 @@ static void depthwise_small_group(const void *ctx, i64 t, float *buf) {
         in[((iy + wg->pt) * wp + ix + wg->pl) * VW + j] = src[iy * wg->w + ix];
     for (i64 tap = 0; tap < taps; tap++) wt[tap * VW + j] = job->w[(c0 + j) * taps + tap];
   }
-  const i64 step = wg->sw * VW; /* from one output's window to the next one's */
+  /* Four outputs at a time: four independent sums hide the multiply-adds' latency. A row of
+   * at least four ends with the four that end it, recomputing up to three (the same sums):
+   * one at a time, the last three outputs of a 7-wide row took most of the time, each a
+   * chain of dependent multiply-adds. Rows of fewer than four go one output at a time. */
   for (i64 oy = 0; oy < wg->oh; oy++) {
-    i64 ox = 0;
-    for (; ox + 4 <= wg->ow; ox += 4) { /* four independent sums hide the latency */
-      vf acc[4] = {{0}, {0}, {0}, {0}};
-      for (i64 ky = 0; ky < wg->kh; ky++) {
-        const float *row = in + ((oy * wg->sh + ky * wg->dh) * wp + ox * wg->sw) * VW;
-        for (i64 kx = 0; kx < wg->kw; kx++) {
-          const vf wv = *(const vf *)(wt + (ky * wg->kw + kx) * VW);
-          const float *tap = row + kx * wg->dw * VW;
-          for (int j = 0; j < 4; j++) acc[j] += wv * *(const vf *)(tap + j * step);
-        }
-      }
-      for (int j = 0; j < 4; j++) *(vf *)(out + (oy * wg->ow + ox + j) * VW) = acc[j];
-    }
-    for (; ox < wg->ow; ox++) {
-      vf acc = {0};
-      for (i64 ky = 0; ky < wg->kh; ky++) {
-        const float *row = in + ((oy * wg->sh + ky * wg->dh) * wp + ox * wg->sw) * VW;
-        for (i64 kx = 0; kx < wg->kw; kx++)
-          acc += *(const vf *)(wt + (ky * wg->kw + kx) * VW) *
-                 *(const vf *)(row + kx * wg->dw * VW);
-      }
-      *(vf *)(out + (oy * wg->ow + ox) * VW) = acc;
+    if (wg->ow >= 4) {
+      for (i64 ox = 0; ox < wg->ow; ox += 4)
+        small_sums(wg, in, wt, out, wp, oy, min64(ox, wg->ow - 4), 4);
+    } else {
+      for (i64 ox = 0; ox < wg->ow; ox++) small_sums(wg, in, wt, out, wp, oy, ox, 1);
     }
   }
   const i64 whole = outs / VW * VW, at0 = (b * job->c + c0) * outs;
