@@ -215,6 +215,10 @@ static inline vf vclamp(vf v, vf lo, vf hi) {
 static inline __attribute__((always_inline)) void micro_core(
     const float *restrict a, i64 rows, const float *restrict b, i64 ldb, const i64 *boff,
     i64 kc, float *restrict c, int accumulate, const tile_out *out) {
+  if (out && out->res) /* the residual's lines, fetched while the sums are taken */
+    for (int i = 0; i < rows; i++)
+      for (int v = 0; v < NR; v += 64 / (int)sizeof(float))
+        __builtin_prefetch(out->res + i * out->ldy + v, 0, 3);
   vf acc[MR][NV];
   for (int i = 0; i < MR; i++)
     for (int v = 0; v < NV; v++)
