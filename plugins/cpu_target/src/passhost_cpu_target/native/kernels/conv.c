@@ -110,9 +110,12 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
         out.m0 = grp * cv->og + q * MR;
         out.y += (b * cv->o + out.m0) * cv->p + p0;
         if (out.res) out.res += (b * cv->o + out.m0) * cv->p + p0;
-        micro_tile(wg + (q * cv->k + k0) * MR, min64(MR, cv->og - q * MR), panel, ldb, kc,
-                   cb + ((blk - blk0) * MCP + q - q0) * MR * NR, k0 > 0,
-                   k0 + kc == cv->k && width == NR ? &out : NULL);
+        float *raw = cb + ((blk - blk0) * MCP + q - q0) * MR * NR;
+        if (width <= VW)
+          micro_tile_narrow(wg + (q * cv->k + k0) * MR, panel, ldb, kc, raw, k0 > 0);
+        else
+          micro_tile(wg + (q * cv->k + k0) * MR, min64(MR, cv->og - q * MR), panel, ldb, kc,
+                     raw, k0 > 0, k0 + kc == cv->k && width == NR ? &out : NULL);
       }
     }
   }
@@ -302,7 +305,7 @@ static void implicit_task(const conv_geom *cv, const window_geom *wg, const floa
         if (out.res) out.res += (b * cv->o + out.m0) * cv->p + at;
         micro_core(wp + (q * cv->k + k0) * MR, min64(MR, cv->o - q * MR), planes + blk * NR,
                    0, boff + k0, kc, cb + ((blk - blk0) * MCP + q - q0) * MR * NR, k0 > 0,
-                   direct ? &out : NULL);
+                   direct ? &out : NULL, NV);
       }
     }
   }

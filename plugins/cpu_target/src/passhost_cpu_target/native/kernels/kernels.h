@@ -208,33 +208,34 @@ static inline vf vclamp(vf v, vf lo, vf hi) {
   return (vf)(((vi)hi & above) | ((vi)v & ~above));
 }
 
-/* acc = a x b[kc rows][NR], plus c[MR][NR] when `accumulate`, where a is a packed panel of MR
- * rows: a[k * MR + i] is row i, column k, and row k of b starts at b + k * ldb, or at
- * b + boff[k] when boff is given. The result goes raw into c, or, when `out` is set,
- * through the epilogue into out->y (only the first `rows` rows). */
+/* acc = a x b[kc rows][nv * VW], plus c[MR][nv * VW] (rows NR apart) when `accumulate`, where
+ * a is a packed panel of MR rows: a[k * MR + i] is row i, column k, and row k of b starts at
+ * b + k * ldb, or at b + boff[k] when boff is given. The result goes raw into c, or, when
+ * `out` is set (whole tiles: nv = NV), through the epilogue into out->y (only the first
+ * `rows` rows). Inlined with constant nv. */
 static inline __attribute__((always_inline)) void micro_core(
     const float *restrict a, i64 rows, const float *restrict b, i64 ldb, const i64 *boff,
-    i64 kc, float *restrict c, int accumulate, const tile_out *out) {
+    i64 kc, float *restrict c, int accumulate, const tile_out *out, const int nv) {
   if (out && out->res) /* the residual's lines, fetched while the sums are taken */
     for (int i = 0; i < rows; i++)
       for (int v = 0; v < NR; v += 64 / (int)sizeof(float))
         __builtin_prefetch(out->res + i * out->ldy + v, 0, 3);
   vf acc[MR][NV];
   for (int i = 0; i < MR; i++)
-    for (int v = 0; v < NV; v++)
+    for (int v = 0; v < nv; v++)
       acc[i][v] = accumulate ? *(const vf *)(c + i * NR + v * VW) : (vf){0};
   for (i64 k = 0; k < kc; k++) {
     vf bk[NV];
     const float *bk0 = boff ? b + boff[k] : b + k * ldb;
-    for (int v = 0; v < NV; v++) bk[v] = *(const vf *)(bk0 + v * VW);
+    for (int v = 0; v < nv; v++) bk[v] = *(const vf *)(bk0 + v * VW);
     for (int i = 0; i < MR; i++) {
       const float s = a[k * MR + i];
-      for (int v = 0; v < NV; v++) acc[i][v] += s * bk[v];
+      for (int v = 0; v < nv; v++) acc[i][v] += s * bk[v];
     }
   }
   if (!out) {
     for (int i = 0; i < MR; i++)
-      for (int v = 0; v < NV; v++) *(vf *)(c + i * NR + v * VW) = acc[i][v];
+      for (int v = 0; v < nv; v++) *(vf *)(c + i * NR + v * VW) = acc[i][v];
     return;
   }
   /* With an activation or a gate, the tile is finished in `staged` (L1) and then stored:
@@ -265,7 +266,14 @@ static inline __attribute__((always_inline)) void micro_core(
 
 static inline void micro_tile(const float *restrict a, i64 rows, const float *restrict b, i64 ldb,
                        i64 kc, float *restrict c, int accumulate, const tile_out *out) {
-  micro_core(a, rows, b, ldb, NULL, kc, c, accumulate, out);
+  micro_core(a, rows, b, ldb, NULL, kc, c, accumulate, out, NV);
+}
+
+/* micro_tile's raw sums of the first VW columns only, for a last block of at most VW columns
+ * (at 14x14, 196 = 6 x 32 + 4 columns: half the work of a whole block for the last one). */
+static inline void micro_tile_narrow(const float *restrict a, const float *restrict b, i64 ldb,
+                                     i64 kc, float *restrict c, int accumulate) {
+  micro_core(a, MR, b, ldb, NULL, kc, c, accumulate, NULL, 1);
 }
 
 /* Transposes the VW x VW block of rows r in place (r[i][k] becomes r[k][i]): log2(VW)

@@ -192,9 +192,12 @@ static void mm_task(const mm_geom *mg, const float *a, const float *bp, float *y
                           .cbias = ep->bias ? ep->bias + n0 : NULL,
                           .cscale = ep->scale ? ep->scale + n0 : NULL, .act = ep->act,
                           .gate = ep->gate ? ep->gate + base + r0 * mg->n + n0 : NULL};
-          micro_tile(ap + (q - q0) * mg->k * MR + k0 * MR, min64(MR, mg->m - r0), panel, NR,
-                     kc, cbuf + ((blk - g0) * MCP + q - q0) * MR * NR, k0 > 0,
-                     last && mg->n - n0 >= NR ? &out : NULL);
+          float *raw = cbuf + ((blk - g0) * MCP + q - q0) * MR * NR;
+          if (mg->n - n0 <= VW)
+            micro_tile_narrow(ap + (q - q0) * mg->k * MR + k0 * MR, panel, NR, kc, raw, k0 > 0);
+          else
+            micro_tile(ap + (q - q0) * mg->k * MR + k0 * MR, min64(MR, mg->m - r0), panel, NR,
+                       kc, raw, k0 > 0, last && mg->n - n0 >= NR ? &out : NULL);
         }
       }
     }
