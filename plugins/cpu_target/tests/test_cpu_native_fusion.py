@@ -316,6 +316,9 @@ def test_without_native_kernels_every_call_is_emitted(numpy_kernels):
 CONV_PATHS = {
     "winograd": (1, 16, 20, 21, 3, 1, 1, 1, 1),
     "transposed": (2, 260, 40, 7, 1, 1, 0, 1, 1),
+    "transposed-gathered": (2, 32, 256, 7, 3, 1, 1, 1, 1),
+    "transposed-gathered-stride-2": (1, 30, 257, 13, 3, 2, 1, 1, 1),
+    "transposed-gathered-dilated": (1, 29, 256, 5, 3, 1, 2, 2, 1),
     "implicit": (1, 8, 12, 15, 3, 1, 1, 1, 1),
     "implicit-stride-2": (1, 6, 10, 27, 5, 2, 2, 1, 1),
     "packed": (1, 5, 9, 12, 3, 1, 2, 2, 1),
@@ -372,7 +375,7 @@ def test_conv_applies_the_activation_last_on_every_path(path, extras, activation
     data, weight = _uniform((n, c, hw, hw), 2.0), _uniform((o, c // groups, k, k))
     got, expected, source = _fused(
         "nn.conv2d", attrs, [data, weight], _epilogue_steps(extras, o, (n, o, out, out)),
-        2 if path == "shared-columns" else 1, activation)
+        2 if path in ("shared-columns", "transposed-gathered") else 1, activation)
     assert _body(source).count("\n    ") == 1 and "_conv2d_nchw(" in source
     assert_same([got], [expected], atol=1e-4 if c * k * k > 100 else 1e-5)
 

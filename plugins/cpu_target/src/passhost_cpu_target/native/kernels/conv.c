@@ -23,14 +23,15 @@ static i64 spans_for(const conv_geom *cv, int nt) {
   return even <= cv->blocks ? even : cv->spans;
 }
 
-/* bp[kk][j] = cols[k0 + kk][p0 + j] for kk < kc (zero past `width` and in the padding). */
-static void pack_cols(float *restrict bp, const float *restrict xg, const conv_geom *cv,
+/* bp[kk * ld + j] = cols[k0 + kk][p0 + j] for kk < kc, j < ld (zero past `width` and in
+ * the padding). */
+static void pack_cols(float *restrict bp, i64 ld, const float *restrict xg, const conv_geom *cv,
                       i64 k0, i64 kc, i64 p0, i64 width) {
   const i64 taps = cv->kh * cv->kw, plane = cv->h * cv->w, sw = cv->sw;
   const int direct = direct_conv(cv);
   i64 c = k0 / taps, ky = (k0 % taps) / cv->kw, kx = k0 % cv->kw;
   for (i64 kk = 0; kk < kc; kk++) {
-    float *dst = bp + kk * NR;
+    float *dst = bp + kk * ld;
     const float *src = xg + c * plane;
     if (direct) {
       memcpy(dst, src + p0, (size_t)width * sizeof(float));
@@ -56,7 +57,7 @@ static void pack_cols(float *restrict bp, const float *restrict xg, const conv_g
         ox = 0;
       }
     }
-    for (i64 j = width; j < NR; j++) dst[j] = 0.0f;
+    for (i64 j = width; j < ld; j++) dst[j] = 0.0f;
     if (++kx == cv->kw) {
       kx = 0;
       if (++ky == cv->kh) { ky = 0; c++; }
@@ -103,7 +104,7 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
         panel = xg + k0 * cv->p + p0;
         ldb = cv->p;
       } else {
-        pack_cols(bp, xg, cv, k0, kc, p0, width);
+        pack_cols(bp, NR, xg, cv, k0, kc, p0, width);
       }
       for (i64 q = q0; q < q1; q++) {
         tile_out out = *proto;
@@ -122,25 +123,30 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
 }
 
 /* ---------------------------------------------------------------------------------------
- * Pointwise (1x1, stride 1, unpadded, ungrouped) convolutions with long reductions over
- * planes that whole NR-column blocks would overshoot by a fifth or more (a 7x7 plane is 49
- * columns of 64 computed): the product is taken transposed, out^T[P, O] = X^T[P, K] x
- * W^T[K, O], with vectors along the output channels (the weights, prepared as panels of TO
- * channels: wt[(q * K + k) * TO + j] = W[q * TO + j][k]) and each tile's rows TP
- * consecutive positions whose inputs are broadcast straight from the data. TP divides the
- * plane where it can, so nothing is computed for nothing; each tile is transposed back
- * through the epilogue, which is what the long reduction pays for. (At 14x14, where blocks
- * waste an eighth, the transposed form ran slower inside MobileNetV2 at 2 threads.)
+ * Ungrouped convolutions with long reductions over planes that whole NR-column blocks would
+ * overshoot by a fifth or more (a 7x7 plane is 49 columns of 64 computed): the product is
+ * taken transposed, out^T[P, O] = X^T[P, K] x W^T[K, O], with vectors along the output
+ * channels (the weights, prepared as panels of TO channels: wt[(q * K + k) * TO + j] =
+ * W[q * TO + j][k]) and each tile's rows TP consecutive positions whose inputs are
+ * broadcast from the column matrix: the data itself for a 1x1 convolution, gathered once
+ * per image otherwise. TP divides the plane where it can, so nothing is computed for
+ * nothing; each tile is transposed back through the epilogue, which is what the long
+ * reduction pays for. (At 14x14, where blocks waste an eighth, the transposed form ran
+ * slower inside MobileNetV2 at 2 threads.) Gathering columns pays from 256 output channels
+ * on: ResNet-50's 3x3 layers at 7x7 (512 channels) take 0.81x the time of the wide-grid path
+ * at one thread, 0.87x at two; with 128 channels it ran 1.17x at two threads.
  */
 #define TNV 2                /* vectors of output channels per tile */
 #define TO (TNV * VW)        /* output channels per tile */
 #define TP_MAX 14            /* positions per tile, at most */
 #define TRANSPOSED_MIN_K 256 /* reductions at least this long */
 
+#define TRANSPOSED_MIN_GATHERED 256 /* output channels, at least, of one gathering columns */
+
 static int use_transposed(const conv_geom *cv) {
   const i64 computed = cv->blocks * NR;
-  return direct_conv(cv) && cv->groups == 1 && cv->k >= TRANSPOSED_MIN_K &&
-         (computed - cv->p) * 5 >= computed;
+  return cv->groups == 1 && cv->k >= TRANSPOSED_MIN_K && (computed - cv->p) * 5 >= computed &&
+         (direct_conv(cv) || cv->o >= TRANSPOSED_MIN_GATHERED);
 }
 
 /* Positions per tile: the largest count up to TP_MAX that leaves the fewest positions over
@@ -198,44 +204,62 @@ static void pack_transposed(float *restrict wt, const float *restrict w, i64 o, 
         wt[(q * k + kk) * TO + j] = q * TO + j < o ? w[(q * TO + j) * k + kk] : 0.0f;
 }
 
+/* Convolution by transposed tiles (see above). A 1x1 convolution reads its data in place;
+ * any other first gathers each image's columns, [K][P], into `cols` (K x P floats). */
 static void conv2d_transposed(const conv_geom *cv, const float *x, const float *wt, float *y,
-                              const float *bias, const float *res, int nt, float lo,
-                              float hi, int act) {
+                              const float *bias, const float *res, float *cols, int nt,
+                              float lo, float hi, int act) {
+  const int direct = direct_conv(cv);
   const i64 tp = transposed_rows(cv->p), groups = (cv->p + tp - 1) / tp;
-  const i64 panels = (cv->o + TO - 1) / TO, tiles = cv->n * panels * groups;
+  const i64 panels = (cv->o + TO - 1) / TO, tiles = panels * groups;
   const vf vlo = (vf){0} + lo, vhi = (vf){0} + hi;
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (i64 t = 0; t < tiles; t++) {
-    float tile[TP_MAX * TO] __attribute__((aligned(64)));
-    float staged[TO * VW] __attribute__((aligned(64)));
-    const i64 b = t / (panels * groups), q = t / groups % panels, p0 = t % groups * tp;
-    const i64 rows = min64(tp, cv->p - p0), channels = min64(TO, cv->o - q * TO);
-    transposed_tile(tile, wt + q * cv->k * TO, x + b * cv->c * cv->p + p0, cv->p, cv->k,
-                    rows);
-    for (i64 i0 = 0; i0 < rows; i0 += VW) {
-      const i64 n = min64(VW, rows - i0);
-      for (int v = 0; v < TNV; v++) {
-        vf r[VW];
-        for (i64 i = 0; i < VW; i++)
-          r[i] = i < n ? *(const vf *)(tile + (i0 + i) * TO + v * VW) : (vf){0};
-        transpose_block(r);
-        for (i64 j = 0; j < VW; j++) {
-          const i64 oc = q * TO + v * VW + j, at = (b * cv->o + oc) * cv->p + p0 + i0;
-          if (oc >= cv->o) break;
-          vf out = r[j] + (bias ? bias[oc] : 0.0f);
-          if (res) out += load_first(res + at, n);
-          out = vclamp(out, vlo, vhi);
-          if (act) /* the channels' n outputs side by side (each vector's spill overwritten) */
-            *(vf *)(staged + (v * VW + j) * n) = out;
-          else
-            store_first(y + at, out, n);
+#pragma omp parallel num_threads(nt)
+  for (i64 b = 0; b < cv->n; b++) {
+    const float *xb = x + b * cv->c * cv->h * cv->w;
+    if (!direct) { /* each thread gathers a share of the rows */
+#ifdef _OPENMP
+      const int nth = omp_get_num_threads(), me = omp_get_thread_num();
+#else
+      const int nth = 1, me = 0;
+#endif
+      i64 k0, k1;
+      part_range(cv->k, nth, me, &k0, &k1);
+      if (k1 > k0) pack_cols(cols + k0 * cv->p, cv->p, xb, cv, k0, k1 - k0, 0, cv->p);
+#pragma omp barrier
+      xb = cols;
+    }
+#pragma omp for schedule(static)
+    for (i64 t = 0; t < tiles; t++) {
+      float tile[TP_MAX * TO] __attribute__((aligned(64)));
+      float staged[TO * VW] __attribute__((aligned(64)));
+      const i64 q = t / groups, p0 = t % groups * tp;
+      const i64 rows = min64(tp, cv->p - p0), channels = min64(TO, cv->o - q * TO);
+      transposed_tile(tile, wt + q * cv->k * TO, xb + p0, cv->p, cv->k, rows);
+      for (i64 i0 = 0; i0 < rows; i0 += VW) {
+        const i64 n = min64(VW, rows - i0);
+        for (int v = 0; v < TNV; v++) {
+          vf r[VW];
+          for (i64 i = 0; i < VW; i++)
+            r[i] = i < n ? *(const vf *)(tile + (i0 + i) * TO + v * VW) : (vf){0};
+          transpose_block(r);
+          for (i64 j = 0; j < VW; j++) {
+            const i64 oc = q * TO + v * VW + j, at = (b * cv->o + oc) * cv->p + p0 + i0;
+            if (oc >= cv->o) break;
+            vf out = r[j] + (bias ? bias[oc] : 0.0f);
+            if (res) out += load_first(res + at, n);
+            out = vclamp(out, vlo, vhi);
+            if (act) /* the channels' n outputs side by side (each vector's spill overwritten) */
+              *(vf *)(staged + (v * VW + j) * n) = out;
+            else
+              store_first(y + at, out, n);
+          }
         }
-      }
-      if (act) { /* activated together: each channel has fewer outputs than a vector */
-        activate(staged, 1, 0, channels * n, act);
-        for (i64 c = 0; c < channels; c++)
-          store_first(y + (b * cv->o + q * TO + c) * cv->p + p0 + i0,
-                      *(const vf *)(staged + c * n), n);
+        if (act) { /* activated together: each channel has fewer outputs than a vector */
+          activate(staged, 1, 0, channels * n, act);
+          for (i64 c = 0; c < channels; c++)
+            store_first(y + (b * cv->o + q * TO + c) * cv->p + p0 + i0,
+                        *(const vf *)(staged + c * n), n);
+        }
       }
     }
   }
@@ -404,6 +428,7 @@ i64 ph_conv2d_nchw_scratch(const i64 *g) {
     const wino_geom wn = wino_geometry(&cv);
     return cv.c * 4 * wn.wg.phase + NR; /* slack: whole-vector reads */
   }
+  if (use_transposed(&cv)) return direct_conv(&cv) ? 0 : cv.k * cv.p;
   if (use_implicit(&cv)) return implicit_floats(&cv);
   return shared_cols(&cv) ? cv.blocks * cv.k * NR : 0;
 }
@@ -449,13 +474,8 @@ int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bia
   const int act = activation_of(bounds);
   if (use_winograd(&cv)) return conv2d_winograd(&cv, x, prep, y, bias, res, cols, nt, lo, hi,
                                                 act);
-  if (use_transposed(&cv)) {
-    conv2d_transposed(&cv, x, prep, y, bias, res, nt, lo, hi, act);
-    return 0;
-  }
   if (use_implicit(&cv)) return conv2d_implicit(&cv, x, prep, y, bias, res, cols, nt, lo, hi,
                                                act);
-  const int shared = shared_cols(&cv);
   i64 *ranges = malloc(sizeof(i64) * 2 * (size_t)(cv.kw + cv.kh));
   if (!ranges) return -1;
   cv.ox_range = ranges;
@@ -466,6 +486,12 @@ int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bia
   for (i64 t = 0; t < cv.kh; t++)
     valid_range(cv.oh, cv.sh, t * cv.dh - cv.pt, cv.h, &cv.oy_range[2 * t],
                 &cv.oy_range[2 * t + 1]);
+  if (use_transposed(&cv)) {
+    conv2d_transposed(&cv, x, prep, y, bias, res, cols, nt, lo, hi, act);
+    free(ranges);
+    return 0;
+  }
+  const int shared = shared_cols(&cv);
   cv.spans = spans_for(&cv, nt);
   const i64 kslabs = (cv.k + KC - 1) / KC, tasks = cv.chunks * cv.spans;
   const tile_out proto = {.y = y, .res = res, .bias = bias, .ldy = cv.p, .lo = lo, .hi = hi,
@@ -487,7 +513,7 @@ int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bia
 #pragma omp for schedule(static)
         for (i64 t = 0; t < cv.blocks * kslabs; t++) {
           const i64 blk = t / kslabs, k0 = (t % kslabs) * KC;
-          pack_cols(cols + (blk * cv.k + k0) * NR, xg, &cv, k0, min64(KC, cv.k - k0), blk * NR,
+          pack_cols(cols + (blk * cv.k + k0) * NR, NR, xg, &cv, k0, min64(KC, cv.k - k0), blk * NR,
                     min64(NR, cv.p - blk * NR));
         }
       }
