@@ -321,6 +321,8 @@ CONV_PATHS = {
     "transposed-gathered-dilated": (1, 29, 256, 5, 3, 1, 2, 2, 1),
     "implicit": (1, 8, 12, 15, 3, 1, 1, 1, 1),
     "implicit-stride-2": (1, 6, 10, 27, 5, 2, 2, 1, 1),
+    # a 2x2 stride-2 layer (ConvNeXt's downsampling): the wide grid is the output grid
+    "implicit-2x2-stride-2": (1, 7, 20, 46, 2, 2, 0, 1, 1),
     "packed": (1, 5, 9, 12, 3, 1, 2, 2, 1),
     "packed-grouped": (2, 8, 12, 10, 3, 1, 1, 1, 2),
     "pointwise": (1, 16, 20, 10, 1, 1, 0, 1, 1),

@@ -303,12 +303,12 @@ static i64 implicit_floats(const conv_geom *cv) {
   return cv->c * implicit_channel(&wg) + implicit_blocks(&wg) * NR + wg.phase;
 }
 
-/* Raw sums of micro-panels [q0, q1) x wide blocks [blk0, blk1) into cb; row k of the column
- * matrix starts at planes + boff[k]. */
-/* Whether wide block blk lies within one output row: its tiles then go through the
- * epilogue straight from the registers. */
+/* Whether wide block blk is whole and holds no dropped outputs (it lies within one output
+ * row, or the wide grid is the output grid: a 2x2 stride-2 layer's): its tiles then go
+ * through the epilogue straight from the registers. */
 static int implicit_in_row(const conv_geom *cv, const window_geom *wg, i64 blk) {
-  return blk * NR % wg->wq + NR <= cv->ow && (blk + 1) * NR <= wg->wide;
+  return (wg->wq == cv->ow || blk * NR % wg->wq + NR <= cv->ow) &&
+         (blk + 1) * NR <= wg->wide;
 }
 
 /* Sums of micro-panels [q0, q1) x wide blocks [blk0, blk1) of image b: into the output
