@@ -25,11 +25,11 @@ def _softmax(n: int, m: int):
     e = te.compute((n, m), lambda i, j: te.exp(a[i, j] - mx[i]), name="e")
     s = te.compute((n,), lambda i: te.sum(e[i, k], axis=k), name="s")
     y = te.compute((n, m), lambda i, j: e[i, j] / s[i], name="y")
-    return a, y
+    return a, y, e
 
 
 def test_softmax_matches_numpy_and_keeps_the_shared_exponentials():
-    a, y = _softmax(3, 7)
+    a, y, _ = _softmax(3, 7)
     prim = te.lower([y], [a], "softmax")
     x = RNG.standard_normal((3, 7)).astype("float32")
     (got,) = run_prim_func(prim, [x])
@@ -37,6 +37,38 @@ def test_softmax_matches_numpy_and_keeps_the_shared_exponentials():
     np.testing.assert_allclose(got, want / want.sum(1, keepdims=True), rtol=1e-6)
     # e is read by the sum and the division, and costs an exp: it gets a buffer.
     assert _allocated(prim) == {"mx", "mx_acc", "e", "s", "s_acc"}  # accumulators: in loops
+
+
+def test_stages_sharing_their_rows_share_one_nest_and_narrow_their_buffers():
+    a, y, _ = _softmax(3, 7)
+    prim = te.lower([y], [a], "softmax")
+    # one loop over the rows holds the four stages; each row's max, exponentials and sum
+    # live in buffers of the row's size, allocated inside it
+    assert isinstance(prim.body, For) and prim.body.extent.value == 3
+    shapes = {n.buffer_var.name_hint.removesuffix("_data"): tuple(n.extents)
+              for n in post_order(prim.body.body) if isinstance(n, Allocate)}
+    assert shapes == {"mx": (1,), "e": (7,), "s": (1,), "mx_acc": (1,), "s_acc": (1,)}
+    # the stages that are not reductions keep a loop of their own (vectorised later)
+    inner = [n for n in post_order(prim.body.body) if isinstance(n, For)]
+    assert sorted(n.extent.value for n in inner) == [7, 7, 7, 7]  # max, exp, sum, divide
+    x = RNG.standard_normal((3, 7)).astype("float32")
+    (got,) = run_prim_func(prim, [x])
+    want = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(got, want / want.sum(1, keepdims=True), rtol=1e-6)
+
+
+def test_a_buffer_read_after_the_shared_nest_keeps_its_whole_shape():
+    a, y, e = _softmax(3, 7)
+    z = te.compute((7, 3), lambda j, i: e[i, j] * 2.0, name="z")  # e read transposed
+    prim = te.lower([y, z], [a], "softmax_and_more")
+    shapes = {n.buffer_var.name_hint.removesuffix("_data"): tuple(n.extents)
+              for n in post_order(prim.body) if isinstance(n, Allocate)}
+    assert shapes["e"] == (3, 7) and shapes["mx"] == (1,) and shapes["s"] == (1,)
+    x = RNG.standard_normal((3, 7)).astype("float32")
+    got_y, got_z = run_prim_func(prim, [x])
+    want = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(got_y, want / want.sum(1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(got_z, 2 * want.T, rtol=1e-6)
 
 
 def test_an_elementwise_chain_is_one_loop_nest_without_buffers():
@@ -132,7 +164,7 @@ def test_constants_become_allocate_const_and_placeholder_outputs_are_copied():
 
 
 def test_the_same_reduce_axis_in_two_stages_binds_two_loop_variables():
-    a, y = _softmax(2, 3)
+    a, y, _ = _softmax(2, 3)
     loops = [n.loop_var for n in post_order(te.lower([y], [a], "f").body) if isinstance(n, For)]
     assert len({id(v) for v in loops}) == len(loops)
 

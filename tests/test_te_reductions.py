@@ -194,10 +194,14 @@ def test_softmax_is_one_nest_per_reduction_and_keeps_exp_in_a_buffer():
     assert len(exps) == 1
 
 
-def test_log_softmax_computes_exp_inside_the_sum():
+def test_log_softmax_is_one_nest_over_the_rows_computing_exp_inside_the_sum():
     prim = loops_of(unary(relay.nn.log_softmax, (3, 5), "float16"))
     nests = [s for s in _top_level(prim.body) if isinstance(s, ts.For)]
-    assert len(nests) == 3  # max, sum of exp, output
+    assert len(nests) == 1 and nests[0].extent.value == 3  # max, sum of exp, output per row
+    exps = [n for n in _exprs(prim.body) if isinstance(n, Call) and n.op == "tir.exp"]
+    assert len(exps) == 1  # in the sum; the output takes the log of the sum
+    allocated = {s.buffer_var.name_hint for s in _stmts(prim.body) if isinstance(s, ts.Allocate)}
+    assert "log_softmax_exp_data" not in allocated
 
 
 # -- normalisations ----------------------------------------------------------------------------

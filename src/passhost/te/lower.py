@@ -18,6 +18,10 @@ ones get a buffer of their own:
 Each stage kept in a buffer becomes one loop nest over its shape (``serial`` loops; TIR
 passes annotate them later); a reduction accumulates in a one-element buffer allocated
 inside the loops over its result (so those loops may run in parallel), then stores it.
+Consecutive stages that share their leading loops share them in one nest when each reads
+the others' buffers only at those loops' own indices (a softmax over the last axis: for
+every row, its max, exponentials, sum and quotients), so that a row is still in cache when
+the next stage reads it; a stage that is not a reduction keeps a loop of its own inside.
 The PrimFunc takes the input buffers, then the output buffers.
 """
 
@@ -88,6 +92,30 @@ class _Inliner(StmtExprMutator):
             return load
         tensor, body = entry
         return substitute(body, dict(zip(tensor.axes, load.indices)))
+
+
+class _Narrowed(StmtExprMutator):
+    """Accesses of the buffers in ``narrow`` (id -> narrower buffer) without their
+    ``depth`` leading indices (index 0 where none is left)."""
+
+    def __init__(self, narrow: Mapping[int, Buffer], depth: int) -> None:
+        super().__init__()
+        self.narrow = narrow
+        self.depth = depth
+
+    def _indices(self, indices: Sequence[PrimExpr]) -> tuple[PrimExpr, ...]:
+        return tuple(indices[self.depth:]) or (const(0, INDEX_DTYPE),)
+
+    def visit_buffer_load(self, load: BufferLoad) -> PrimExpr:
+        """A load of a narrowed buffer from the narrower one."""
+        buffer = self.narrow.get(id(load.buffer))
+        return load if buffer is None else BufferLoad(buffer, self._indices(load.indices))
+
+    def visit_buffer_store(self, store: BufferStore) -> Stmt:
+        """A store into a narrowed buffer into the narrower one."""
+        buffer = self.narrow.get(id(store.buffer))
+        return (store if buffer is None
+                else BufferStore(buffer, store.value, self._indices(store.indices)))
 
 
 class _LoadsReplaced(StmtExprMutator):
@@ -220,6 +248,90 @@ def _stage_stmt(tensor: Tensor, body: PrimExpr | Reduce,
     return _loop_nest(tensor.axes, tensor.shape, scoped)
 
 
+def _shared_depth(stage: Tensor, stored: Tensor, stmt: Stmt, written: Mapping[int, int],
+                  extents: Sequence[int], depth: int) -> int:
+    """How many of the leading loops (``extents``, at most ``depth``) ``stage``'s nest
+    ``stmt`` can share with the stages before it, which wrote the buffers in ``written``
+    (buffer id -> count): its loops' extents must match, and every load of those buffers
+    must index them by its own leading loop variables; a stage that is not a reduction keeps
+    one loop of its own."""
+    own = len(stored.shape) - (0 if isinstance(stage.body, Reduce) else 1)
+    depth = min(depth, own)
+    while depth and tuple(stage.shape[:depth]) != tuple(extents[:depth]):
+        depth -= 1
+    for node in post_order(stmt):
+        if not depth:
+            break
+        if isinstance(node, BufferLoad) and id(node.buffer) in written:
+            same = 0
+            while (same < min(depth, len(node.indices))
+                   and node.indices[same] is stage.axes[same]):
+                same += 1
+            depth = same
+    return depth
+
+
+def _peel(stmt: Stmt, depth: int) -> Stmt:
+    """``stmt`` without its ``depth`` outermost loops."""
+    for _ in range(depth):
+        assert isinstance(stmt, For)
+        stmt = stmt.body
+    return stmt
+
+
+def _loaded(stmt: Stmt) -> set[int]:
+    """The ids of the buffers ``stmt`` loads from."""
+    return {id(n.buffer) for n in post_order(stmt) if isinstance(n, BufferLoad)}
+
+
+def _grouped(nests: Sequence[tuple[Tensor, Tensor, Stmt]],
+             allocated: Sequence[Buffer]) -> tuple[list[Stmt], set[int]]:
+    """The loop nests of ``nests`` (stage, tensor it stores, nest), consecutive ones that
+    can share leading loops put under one set of them (see the module docstring); and the
+    ids of the ``allocated`` buffers that moved inside such loops: a buffer stored and read
+    only within one group is narrowed to its trailing dimensions there."""
+    loads = [_loaded(stmt) for _, _, stmt in nests]
+    local = {id(b) for b in allocated}
+    out: list[Stmt] = []
+    moved: set[int] = set()
+    start, depth = 0, 0
+    written: dict[int, int] = {}
+
+    def close(end: int) -> None:
+        group = nests[start:end]
+        if len(group) == 1:
+            out.append(group[0][2])
+            return
+        lead = group[0][0]
+        narrow = {}
+        for _, stored, _ in group:
+            key = id(stored.buffer)
+            if key in local and not any(key in loads[n] for n in range(len(nests))
+                                        if not start <= n < end):
+                narrow[key] = decl_buffer(tuple(stored.shape[depth:]) or (1,),
+                                          stored.buffer.dtype, stored.name)
+        rewrite = _Narrowed(narrow, depth)
+        body: Stmt = SeqStmt([rewrite.visit(substitute(
+            _peel(stmt, depth), dict(zip(stage.axes[:depth], lead.axes[:depth]))))
+            for stage, _, stmt in group])
+        for buffer in reversed(list(narrow.values())):
+            body = Allocate(buffer.data, buffer.dtype, buffer.shape, DeclBuffer(buffer, body))
+        moved.update(narrow)
+        out.append(_loop_nest(lead.axes[:depth], lead.shape[:depth], body))
+
+    for n, (stage, stored, stmt) in enumerate(nests):
+        shared = (_shared_depth(stage, stored, stmt, written, nests[start][0].shape, depth)
+                  if n > start else 0)
+        if n > start and not shared:
+            close(n)
+            start, written = n, {}
+        depth = shared or len(stage.shape)
+        written[id(stored.buffer)] = 1
+    if nests:
+        close(len(nests))
+    return out, moved
+
+
 def _copies(outputs: Sequence[Tensor]) -> list[Tensor]:
     """The outputs, with a copying stage for each placeholder and repeated output (every
     output needs a buffer of its own)."""
@@ -251,7 +363,7 @@ def lower(outputs: Sequence[Tensor], inputs: Sequence[Tensor], name: str, *,
     plan = _Plan(order, outputs)
     output_ids = {id(t) for t in outputs}
     allocated: list[Buffer] = []
-    stmts: list[Stmt] = []
+    nests: list[tuple[Tensor, Tensor, Stmt]] = []
     folded = {id(user) for user in plan.epilogues.values()}
     for tensor in order:
         if tensor.body is None or id(tensor.buffer) in plan.inlined or id(tensor) in folded:
@@ -261,9 +373,10 @@ def lower(outputs: Sequence[Tensor], inputs: Sequence[Tensor], name: str, *,
         if id(stored) not in output_ids:
             allocated.append(stored.buffer)
         epilogue = None if user is None else (user, plan.bodies[id(user)])
-        stmts.append(_stage_stmt(tensor, plan.bodies[id(tensor)], epilogue))
+        nests.append((tensor, stored, _stage_stmt(tensor, plan.bodies[id(tensor)], epilogue)))
+    stmts, moved = _grouped(nests, allocated)
     body: Stmt = stmts[0] if len(stmts) == 1 else SeqStmt(stmts)
-    for buf in reversed(allocated):
+    for buf in reversed([b for b in allocated if id(b) not in moved]):
         body = Allocate(buf.data, buf.dtype, buf.shape, DeclBuffer(buf, body))
     for tensor, data in reversed(list(constants.items())):
         buf = tensor.buffer
