@@ -4,8 +4,12 @@
 /* ---------------------------------------------------------------------------------------
  * Dense: y[M][U] = act(clamp(x[M][K] . w[U][K] + bias[U], lo, hi)). Units are split
  * statically over the threads, so each thread reads the same weight rows on every call (they
- * stay in its cache when they fit).
+ * stay in its cache when they fit), DENSE_UNITS weight rows side by side: eight streams
+ * keep more of the memory's latency in flight than four (a 1280 x 1000 layer's weights
+ * from memory 0.84x the time, from the caches 0.97x), sixteen spill the sums.
  */
+#define DENSE_UNITS 8
+
 static float hsum(vf v) {
   float s = 0.0f;
   for (int l = 0; l < VW; l++) s += v[l];
@@ -16,26 +20,26 @@ void ph_dense(const float *x, const float *w, float *y, const float *bias, const
               const float *bounds) {
   const i64 m = g[0], k = g[1], u = g[2];
   const int nt = m * k * u < PARALLEL_MIN_WORK ? 1 : num_threads(g[3]);
-  const i64 kv = k / (2 * VW) * (2 * VW), quads = (u + 3) / 4;
+  const i64 kv = k / (2 * VW) * (2 * VW), groups = (u + DENSE_UNITS - 1) / DENSE_UNITS;
   const float lo = bounds[0], hi = bounds[1];
   const int act = activation_of(bounds);
 #pragma omp parallel for num_threads(nt) schedule(static)
-  for (i64 qd = 0; qd < quads; qd++) {
-    const i64 u0 = qd * 4, nu = min64(4, u - u0);
-    const float *wr[4];
-    for (i64 i = 0; i < 4; i++) wr[i] = w + (u0 + min64(i, nu - 1)) * k;
+  for (i64 gr = 0; gr < groups; gr++) {
+    const i64 u0 = gr * DENSE_UNITS, nu = min64(DENSE_UNITS, u - u0);
+    const float *wr[DENSE_UNITS];
+    for (i64 i = 0; i < DENSE_UNITS; i++) wr[i] = w + (u0 + min64(i, nu - 1)) * k;
     for (i64 r = 0; r < m; r++) {
       const float *xr = x + r * k;
-      vf acc[4][2];
-      for (int i = 0; i < 4; i++) acc[i][0] = acc[i][1] = (vf){0};
+      vf acc[DENSE_UNITS][2];
+      for (int i = 0; i < DENSE_UNITS; i++) acc[i][0] = acc[i][1] = (vf){0};
       for (i64 j = 0; j < kv; j += 2 * VW) {
         const vf x0 = *(const vf *)(xr + j), x1 = *(const vf *)(xr + j + VW);
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < DENSE_UNITS; i++) {
           acc[i][0] += *(const vf *)(wr[i] + j) * x0;
           acc[i][1] += *(const vf *)(wr[i] + j + VW) * x1;
         }
       }
-      float dots[4];
+      float dots[DENSE_UNITS];
       for (i64 i = 0; i < nu; i++) {
         dots[i] = hsum(acc[i][0] + acc[i][1]);
         for (i64 j = kv; j < k; j++) dots[i] += wr[i][j] * xr[j];
@@ -43,7 +47,7 @@ void ph_dense(const float *x, const float *w, float *y, const float *bias, const
       epilogue(y + r * u + u0, dots, nu, bias ? bias + u0 : NULL, 1, NULL, lo, hi);
     }
   }
-  if (act) { /* afterwards, row by row: the quads are a few units each */
+  if (act) { /* afterwards, row by row: the groups are a few units each */
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (i64 r = 0; r < m; r++) activate(y + r * u, 1, 0, u, act);
   }
