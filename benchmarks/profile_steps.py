@@ -1,18 +1,22 @@
 """Where passhost's time goes on one race model: the executor's steps timed one by one.
 
 Run: python benchmarks/profile_steps.py MODEL [--threads N] [--runs R] [--cache DIR] [--unbound]
+                                         [--ort]
 
 Builds MODEL (a name of ``race_models.MODELS``) for ``cpu -num-threads=N`` at opt_level 3,
 runs it twice untimed, then times each bound executor run (a step, or a run of consecutive
 compiled-loop steps bound into one native call, shown as ``run``) over R inferences, alone
 in the process. It prints the total per inference and the time per kind of step (the
-PrimFunc name without its number), largest first.
+PrimFunc name without its number), largest first. With ``--ort``, onnxruntime's own
+profiler times the same model on the same threads over R inferences after two untimed, and
+its time per operator type follows (the kernels' time: no session overhead).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -20,6 +24,7 @@ from typing import Any
 
 import onnx
 from race_models import MODELS, example_inputs, onnx_file
+from runtimes import ort_session
 
 import passhost
 from passhost.frontend import from_onnx
@@ -57,6 +62,33 @@ def profile(name: str, threads: int, runs: int, cache: Path,
     return {"total": sum(per_run.values()), **per_run}
 
 
+def ort_profile(name: str, threads: int, runs: int, cache: Path) -> dict[str, float]:
+    """onnxruntime's milliseconds per inference by operator type (and ``"total"``), from
+    its profiler's node events over ``runs`` inferences after two untimed ones."""
+    with tempfile.TemporaryDirectory() as folder:
+        session = ort_session(onnx_file(name, cache), threads, f"{folder}/ort")
+        inputs = example_inputs(name)
+        for _ in range(runs + 2):
+            session.run(None, inputs)
+        events = json.loads(Path(session.end_profiling()).read_text())
+    seconds: collections.Counter[str] = collections.Counter()
+    seen: collections.Counter[str] = collections.Counter()
+    for event in events:
+        if event.get("cat") != "Node" or not event["name"].endswith("_kernel_time"):
+            continue
+        seen[event["name"]] += 1
+        if seen[event["name"]] > 2:  # the untimed runs' events come first
+            seconds[event["args"]["op_name"]] += event["dur"] * 1e-6
+    per_run = {kind: s / runs * 1e3 for kind, s in seconds.most_common()}
+    return {"total": sum(per_run.values()), **per_run}
+
+
+def _print(title: str, result: dict[str, float]) -> None:
+    print(f"{title}: {result.pop('total'):.2f} ms per inference")
+    for kind, ms in list(result.items())[:12]:
+        print(f"  {ms:9.2f} ms  {kind}")
+
+
 def main() -> None:
     """Print the profile of one model."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -66,11 +98,15 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "bench")
     parser.add_argument("--unbound", action="store_true",
                         help="time each step alone, not runs of compiled loops bound together")
+    parser.add_argument("--ort", action="store_true",
+                        help="also onnxruntime's profile of the model, by operator type")
     args = parser.parse_args()
-    result = profile(args.model, args.threads, args.runs, args.cache, args.unbound)
-    print(f"{args.model}, {args.threads} thread(s): {result.pop('total'):.1f} ms per inference")
-    for kind, ms in list(result.items())[:12]:
-        print(f"  {ms:9.2f} ms  {kind}")
+    threads = f"{args.threads} thread(s)"
+    _print(f"{args.model}, {threads}",
+           profile(args.model, args.threads, args.runs, args.cache, args.unbound))
+    if args.ort:
+        _print(f"onnxruntime, {threads}",
+               ort_profile(args.model, args.threads, args.runs, args.cache))
 
 
 if __name__ == "__main__":

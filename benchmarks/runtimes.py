@@ -41,13 +41,18 @@ def check(runtime: str, model: str, found: np.ndarray, expected: np.ndarray) -> 
     return diff
 
 
-def ort_session(model: onnx.ModelProto | Path, threads: int) -> ort.InferenceSession:
+def ort_session(model: onnx.ModelProto | Path, threads: int,
+                profile_prefix: str | None = None) -> ort.InferenceSession:
     """An onnxruntime CPU session for ``model`` (a model or an ONNX file) with ``threads``
-    intra-op threads, one inter-op thread and every graph optimisation."""
+    intra-op threads, one inter-op thread and every graph optimisation; with
+    ``profile_prefix``, its profiler on, writing ``<prefix>*.json``."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if profile_prefix is not None:
+        options.enable_profiling = True
+        options.profile_file_prefix = profile_prefix
     source = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)
     return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
