@@ -401,6 +401,21 @@ def test_depthwise_applies_the_activation_last_on_every_path(path, extras, activ
     assert_same([got], [expected], atol=1e-5)
 
 
+@pytest.mark.parametrize("kernel_layout", ["OIHW", "OHWI", "HWIO"])
+@pytest.mark.parametrize("activation", ["sigmoid", "nn.silu"])
+def test_a_1x1_convolution_of_a_1x1_plane_is_a_dense_layer(activation, kernel_layout):
+    # a squeeze-and-excitation gate: (2, 40, 1, 1) data, 1x1 kernel, bias, activation; with
+    # the output channels outermost the weights are a dense layer's, else a convolution's
+    data, weight = _uniform((2, 40, 1, 1), 2.0), _uniform((24, 40, 1, 1))
+    weight = weight.transpose(["OIHW".index(d) for d in kernel_layout]).copy()
+    got, expected, source = _fused("nn.conv2d", {"kernel_layout": kernel_layout},
+                                   [data, weight], _epilogue_steps("bias", 24, (2, 24, 1, 1)),
+                                   1, activation)
+    assert _body(source).count("\n    ") == 1
+    assert ("_dense(" in source) == (kernel_layout != "HWIO")
+    assert_same([got], [expected], atol=1e-5)
+
+
 @pytest.mark.parametrize("activation", ["sigmoid", "nn.silu"])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_dense_applies_the_activation_last(threads, activation):

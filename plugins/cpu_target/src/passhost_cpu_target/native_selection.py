@@ -98,6 +98,11 @@ def _conv2d(call: KernelCall, following: Sequence[KernelCall],
                           {"kernel_layout": kl}, operands, epilogue.calls)
     if layout != "NCHW":
         return None
+    if h == w == oh == ow == kh == kw == 1 and g == 1 and kl[0] == "O":
+        # a 1x1 convolution of a 1x1 plane (a squeeze-and-excitation gate's) is the dense
+        # layer data [n, c] x weights [o, c] (O outermost: OIHW's memory); as a convolution
+        # its one column filled a vector of 32
+        return _dense_plan(out, following, n, c, o, num_threads)
     epilogue = match_epilogue(out, following, channel_axis)
     operands, bounds = _epilogue_parts(epilogue)
     values = (n, c, h, w, o, oh, ow, kh, kw, *attrs.strides, *attrs.dilation,
@@ -205,9 +210,17 @@ def _dense(call: KernelCall, following: Sequence[KernelCall],
         return _matmul_plan(call, following, num_threads, 1, rows, weight.shape[0], k,
                             _matrix(rows, k, False, False),
                             _matrix(k, weight.shape[0], True, False))
+    return _dense_plan(out, following, data.shape[0], data.shape[1], weight.shape[0],
+                       num_threads)
+
+
+def _dense_plan(out: Buffer, following: Sequence[KernelCall], rows: int, k: int, units: int,
+                num_threads: int) -> KernelPlan:
+    """The matrix-vector kernel for ``rows`` rows of ``k`` inputs and ``units`` outputs
+    (weights [units, k]), with its epilogue (no residual)."""
     epilogue = match_epilogue(out, following, 1, residual=False)
     operands, bounds = _epilogue_parts(epilogue)
-    geometry = _constant((data.shape[0], data.shape[1], weight.shape[0], num_threads), "int64")
+    geometry = _constant((rows, k, units, num_threads), "int64")
     return KernelPlan(native_kernels.dense, (geometry, bounds), {}, operands[:1],
                       epilogue.calls)
 
