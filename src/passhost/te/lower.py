@@ -28,7 +28,7 @@ The PrimFunc takes the input buffers, then the output buffers.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -248,11 +248,11 @@ def _stage_stmt(tensor: Tensor, body: PrimExpr | Reduce,
     return _loop_nest(tensor.axes, tensor.shape, scoped)
 
 
-def _shared_depth(stage: Tensor, stored: Tensor, stmt: Stmt, written: Mapping[int, int],
+def _shared_depth(stage: Tensor, stored: Tensor, stmt: Stmt, written: Collection[int],
                   extents: Sequence[int], depth: int) -> int:
     """How many of the leading loops (``extents``, at most ``depth``) ``stage``'s nest
     ``stmt`` can share with the stages before it, which wrote the buffers in ``written``
-    (buffer id -> count): its loops' extents must match, and every load of those buffers
+    (ids): its loops' extents must match, and every load of those buffers
     must index them by its own leading loop variables; a stage that is not a reduction keeps
     one loop of its own."""
     own = len(stored.shape) - (0 if isinstance(stage.body, Reduce) else 1)
@@ -295,7 +295,7 @@ def _grouped(nests: Sequence[tuple[Tensor, Tensor, Stmt]],
     out: list[Stmt] = []
     moved: set[int] = set()
     start, depth = 0, 0
-    written: dict[int, int] = {}
+    written: set[int] = set()
 
     def close(end: int) -> None:
         group = nests[start:end]
@@ -324,9 +324,9 @@ def _grouped(nests: Sequence[tuple[Tensor, Tensor, Stmt]],
                   if n > start else 0)
         if n > start and not shared:
             close(n)
-            start, written = n, {}
+            start, written = n, set()
         depth = shared or len(stage.shape)
-        written[id(stored.buffer)] = 1
+        written.add(id(stored.buffer))
     if nests:
         close(len(nests))
     return out, moved
