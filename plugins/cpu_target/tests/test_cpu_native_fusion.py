@@ -316,6 +316,7 @@ def test_without_native_kernels_every_call_is_emitted(numpy_kernels):
 CONV_PATHS = {
     "winograd": (1, 16, 20, 21, 3, 1, 1, 1, 1),
     "transposed": (2, 260, 40, 7, 1, 1, 0, 1, 1),
+    "transposed-short-reduction": (1, 150, 33, 7, 1, 1, 0, 1, 1),
     "transposed-gathered": (2, 32, 256, 7, 3, 1, 1, 1, 1),
     "transposed-gathered-stride-2": (1, 30, 257, 13, 3, 2, 1, 1, 1),
     "transposed-gathered-dilated": (1, 29, 256, 5, 3, 1, 2, 2, 1),

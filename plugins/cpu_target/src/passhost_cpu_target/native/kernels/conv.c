@@ -139,7 +139,7 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
 #define TNV 2                /* vectors of output channels per tile */
 #define TO (TNV * VW)        /* output channels per tile */
 #define TP_MAX 14            /* positions per tile, at most */
-#define TRANSPOSED_MIN_K 256 /* reductions at least this long */
+#define TRANSPOSED_MIN_K 128 /* reductions at least this long */
 
 #define TRANSPOSED_MIN_GATHERED 256 /* output channels, at least, of one gathering columns */
 
