@@ -153,6 +153,24 @@ def test_max_pool2d_propagates_nan():
     assert_same(got, expected, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("padding", [(1, 1, 1, 1), (0, 0, 1, 1), (1, 0, 0, 1)])
+@pytest.mark.parametrize("ceil_mode", [False, True])
+def test_3x3_stride_2_max_pool2d_rows_are_the_taps(padding, ceil_mode):
+    # outputs at least 12 wide take the split-row path (ResNet's pool): NaN wins, -0 and +0
+    # tie as tap by tap, the padding never wins
+    data = _data((2, 3, 31, 27))
+    data[0, 1, 4, 5] = np.nan
+    data[1, 2, :6, :6] = np.where(np.arange(36).reshape(6, 6) % 2, 0.0, -0.0)
+    data[1, 0] = -np.abs(data[1, 0]) - 1.0  # all negative: a padded zero would show
+    attrs = {"pool_size": (3, 3), "strides": (2, 2), "padding": padding,
+             "ceil_mode": ceil_mode}
+    got, expected, source = run_op("nn.max_pool2d", attrs, [data], num_threads=2)
+    assert "native_kernels.max_pool2d_nchw" in source and got[0].shape[3] >= 12
+    assert_same(got, expected, rtol=0, atol=0)
+    assert np.array_equal(np.signbit(got[0]), np.signbit(expected[0]))
+    assert np.isnan(got[0][0, 1]).sum() == np.isnan(expected[0][0, 1]).sum() > 0
+
+
 @SETTINGS
 @given(rows=st.integers(1, 8), k=st.integers(1, 70), units=st.integers(1, 21),
        threads=THREADS)
