@@ -56,6 +56,13 @@ static window_job *window_job_new(const i64 *g, i64 c) {
  * constant nr and nv so that the sums stay in registers. */
 #define DW_ROWS 4
 
+/* Where tap column kx of a window starting at even column 0 lies in a row split into its
+ * even and odd columns (depthwise_s2_plane's layout, halves of `half` floats): even columns
+ * at kx / 2, odd ones in the second half, one float further on. */
+static inline i64 split_column(i64 half, int kx) {
+  return (kx % 2 ? half + 1 : 0) + kx / 2;
+}
+
 /* Output rows dst + r * ow (r < rows <= DW_ROWS) of sums a[r][0..nv), through the epilogue
  * (see depthwise_block). */
 static inline __attribute__((always_inline)) void depthwise_store(
@@ -97,8 +104,6 @@ static inline __attribute__((always_inline)) void depthwise_block(
   for (int r = 0; r < nr; r++)
     for (int v = 0; v < nv; v++) a[r][v] = (vf){0};
   if (step) {
-    /* step 2: even, odd, next even, next odd, even after that column */
-    const i64 s2[5] = {0, stride / 2 + 1, 1, stride / 2 + 2, 2};
     /* Input row j's taps into the sums of the rows whose windows cover it. Its weights are
      * read anew for each row: kept in registers from one row to the next (up to ks - 1 rows
      * on), a 7x7's 49 spill. */
@@ -107,7 +112,7 @@ static inline __attribute__((always_inline)) void depthwise_block(
     const float *wj = wc;                                                                \
     __asm__("" : "+r"(wj));                                                              \
     _Pragma("GCC unroll 8") for (int kx = 0; kx < ks; kx++) {                           \
-      const i64 col = step == 1 ? kx : s2[kx];                                           \
+      const i64 col = step == 1 ? kx : split_column(stride / 2, kx);                    \
       vf in[4];                                                                          \
       for (int v = 0; v < nv; v++) in[v] = *(const vf *)(src + (j) * stride + col + v * VW); \
       _Pragma("GCC unroll 4") for (int r = 0; r < nr; r++) {                            \
@@ -528,7 +533,7 @@ static int max_pool_s2(const window_geom *wg) {
 static void max_pool_s2_plane(const void *ctx, i64 t, float *buf) {
   const window_job *job = ctx;
   const window_geom *wg = &job->wg;
-  const i64 half = depthwise_s2_half(wg), col[3] = {0, half + 1, 1};
+  const i64 half = depthwise_s2_half(wg);
   split_rows(job, t, buf);
   for (i64 oy = 0; oy < wg->oh; oy++) {
     float *dst = job->y + (t * wg->oh + oy) * wg->ow;
@@ -536,7 +541,8 @@ static void max_pool_s2_plane(const void *ctx, i64 t, float *buf) {
       vf acc = (vf){0} - INFINITY;
       for (int ky = 0; ky < 3; ky++) {
         const float *row = buf + (2 * oy + ky) * 2 * half + VW - 1 + ox;
-        for (int kx = 0; kx < 3; kx++) acc = vmax_nan(acc, *(const vf *)(row + col[kx]));
+        for (int kx = 0; kx < 3; kx++)
+          acc = vmax_nan(acc, *(const vf *)(row + split_column(half, kx)));
       }
       store_first(dst + ox, acc, min64(VW, wg->ow - ox));
     }
