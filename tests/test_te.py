@@ -14,8 +14,13 @@ RNG = np.random.default_rng(0)
 
 
 def _allocated(prim) -> set[str]:
-    return {n.buffer_var.name_hint.removesuffix("_data") for n in post_order(prim.body)
-            if isinstance(n, Allocate)}
+    return set(_allocated_shapes(prim.body))
+
+
+def _allocated_shapes(stmt) -> dict[str, tuple[int, ...]]:
+    """Name -> extents of every buffer allocated in ``stmt``."""
+    return {n.buffer_var.name_hint.removesuffix("_data"): tuple(n.extents)
+            for n in post_order(stmt) if isinstance(n, Allocate)}
 
 
 def _softmax(n: int, m: int):
@@ -45,8 +50,7 @@ def test_stages_sharing_their_rows_share_one_nest_and_narrow_their_buffers():
     # one loop over the rows holds the four stages; each row's max, exponentials and sum
     # live in buffers of the row's size, allocated inside it
     assert isinstance(prim.body, For) and prim.body.extent.value == 3
-    shapes = {n.buffer_var.name_hint.removesuffix("_data"): tuple(n.extents)
-              for n in post_order(prim.body.body) if isinstance(n, Allocate)}
+    shapes = _allocated_shapes(prim.body.body)
     assert shapes == {"mx": (1,), "e": (7,), "s": (1,), "mx_acc": (1,), "s_acc": (1,)}
     # the stages that are not reductions keep a loop of their own (vectorised later)
     inner = [n for n in post_order(prim.body.body) if isinstance(n, For)]
@@ -61,8 +65,7 @@ def test_a_buffer_read_after_the_shared_nest_keeps_its_whole_shape():
     a, y, e = _softmax(3, 7)
     z = te.compute((7, 3), lambda j, i: e[i, j] * 2.0, name="z")  # e read transposed
     prim = te.lower([y, z], [a], "softmax_and_more")
-    shapes = {n.buffer_var.name_hint.removesuffix("_data"): tuple(n.extents)
-              for n in post_order(prim.body) if isinstance(n, Allocate)}
+    shapes = _allocated_shapes(prim.body)
     assert shapes["e"] == (3, 7) and shapes["mx"] == (1,) and shapes["s"] == (1,)
     x = RNG.standard_normal((3, 7)).astype("float32")
     got_y, got_z = run_prim_func(prim, [x])
