@@ -12,7 +12,6 @@ extended headers, sizes in base-256, duplicate or unsafe names, a file ending ea
 
 from __future__ import annotations
 
-import io
 import os
 import stat
 import tarfile
@@ -42,16 +41,20 @@ class TarFormatError(PasshostError):
 
 
 def write_tar(out: BinaryIO, members: Iterable[tuple[str, bytes]]) -> None:
-    """Write ``members`` (name, data), in order, as a ustar file :func:`read_tar` reads."""
-    with tarfile.open(fileobj=out, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mode = 0o644
-            try:
-                tar.addfile(info, io.BytesIO(data))
-            except ValueError as err:  # a name or size ustar cannot hold
-                raise TarFormatError(f"member {name!r} cannot be written: {err}") from None
+    """Write ``members`` (name, data), in order, as a ustar file :func:`read_tar` reads:
+    each header, then the data as it is (no copy in between), padded to whole blocks."""
+    for name, data in members:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        info.mode = 0o644
+        try:
+            header = info.tobuf(tarfile.USTAR_FORMAT, "utf-8", "strict")
+        except ValueError as err:  # a name or size ustar cannot hold
+            raise TarFormatError(f"member {name!r} cannot be written: {err}") from None
+        out.write(header)
+        out.write(data)
+        out.write(bytes(-len(data) % _BLOCK))
+    out.write(bytes(2 * _BLOCK))  # the end-of-archive marker
 
 
 def _octal(field: bytes, what: str, where: str) -> int:

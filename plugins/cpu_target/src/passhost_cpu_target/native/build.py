@@ -18,6 +18,11 @@ Loading a library runs its code, so the cache is trusted only as far as it is sa
   a library whose content does not match it (truncated, corrupt, replaced) or that has no
   record is deleted and compiled again, never loaded;
 * a library that does not load (or reports another ABI version) is compiled again too.
+
+A library compiled when a package was installed (``installed``, a folder of the package) is
+used before the cache when it has the name this build would give it and passes the same
+content check, and when it and its folder belong to this user or to root and no one else
+may write to them.
 """
 
 from __future__ import annotations
@@ -170,6 +175,22 @@ def _library_path(directory: Path, stem: str, files: Mapping[str, bytes], identi
     return directory / f"{stem}-{digest.hexdigest()[:24]}{_SUFFIX}"
 
 
+def _installed_and_trusted(library: Path) -> bool:
+    """Whether ``library`` exists in a folder, both belonging to this user or to root and
+    writable by no one else (as a package's installed files are)."""
+    owners = {0, os.getuid()} if hasattr(os, "getuid") else None
+    for path in (library.parent, library):
+        try:
+            info = path.stat()
+        except OSError:
+            return False
+        if owners is not None and info.st_uid not in owners:
+            return False
+        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return False
+    return True
+
+
 def _digest_path(library: Path) -> Path:
     return library.with_name(library.name + ".sha256")
 
@@ -316,21 +337,30 @@ def _files(source: Source, stem: str | None) -> tuple[dict[str, bytes], str]:
 
 def load_or_build(source: Source, abi_symbol: str, abi: int, *,
                   directory: Path | None = None, compiler: str | None = None,
-                  stem: str | None = None,
+                  stem: str | None = None, installed: Path | None = None,
                   flag_sets: Sequence[Sequence[str]] = FLAG_SETS) -> ctypes.CDLL:
     """The compiled C ``source`` (a file, the text of one unit, or files by name; ``stem``
-    names the library) loaded with ctypes, from the cache or compiled into it with the
-    first of ``flag_sets`` that works, plus the flags of :data:`EXTRA_FLAGS_VAR`.
-    ``abi_symbol`` names a C function returning ``abi``; a cached library that fails to
-    load or returns another number is rebuilt."""
+    names the library) loaded with ctypes: the copy in ``installed`` when there is a trusted
+    one of the same build, else the cache's, else compiled into the cache with the first of
+    ``flag_sets`` that works, plus the flags of :data:`EXTRA_FLAGS_VAR`. ``abi_symbol``
+    names a C function returning ``abi``; a cached library that fails to load or returns
+    another number is rebuilt."""
     files, stem = _files(source, stem)
     compiler = compiler or find_compiler()
     if compiler is None:
         raise NativeBuildError("no C compiler found (set $CC, or install cc, gcc or clang)")
-    directory = safe_directory(directory or cache_dir())
     identity = _compiler_identity(compiler)
+    all_flags = [(*flags, *extra_flags()) for flags in flag_sets]
+    if installed is not None:
+        for flags in all_flags:
+            path = _library_path(installed, stem, files, identity, flags)
+            if _installed_and_trusted(path) and _intact(path):
+                lib = _load(path, abi_symbol, abi)
+                if lib is not None:
+                    return lib
+    directory = safe_directory(directory or cache_dir())
     errors = []
-    for flags in ((*flags, *extra_flags()) for flags in flag_sets):
+    for flags in all_flags:
         path = _library_path(directory, stem, files, identity, flags)
         if path.exists():
             lib = _load(path, abi_symbol, abi) if _intact(path) else None

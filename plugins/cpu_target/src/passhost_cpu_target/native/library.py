@@ -9,11 +9,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ABI_SYMBOL", "ABI_VERSION", "NativeLibrary", "address"]
-
-#: The C function returning the library's ABI version, and the version this module expects.
-ABI_SYMBOL = "ph_abi_version"
-ABI_VERSION = 5
+__all__ = ["NativeLibrary", "address"]
 
 _P = ctypes.c_void_p
 #: Entry point name -> (argument count, all pointers; return type).
