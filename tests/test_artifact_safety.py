@@ -399,7 +399,7 @@ def test_an_array_declaring_more_than_its_member_holds_is_refused(artifact):
 
     rewrite(artifact, change)
     _refused(artifact, r"params\.npz: array 'p0': its header declares float32\[1099511627776\] "
-                       r"\(4398046511104 bytes\) but its member holds 64 bytes")
+                       r"\(4398046511104 bytes\) but it holds 64 bytes")
     assert _peak_bytes_of_loading(artifact) < 8 << 20
 
 

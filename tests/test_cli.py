@@ -571,7 +571,7 @@ def test_opt_config_values_are_parsed_by_their_type(tools_host, module_file, cap
     ("tools.level=high", "config option 'tools.level' expects int, found 'high'"),
     ("testing.immutable_module=maybe", "config option 'testing.immutable_module' expects bool"),
     ("tools.levl=1", "unknown config option 'tools.levl'; did you mean 'tools.level'?"),
-    ("tools.level", "--config takes KEY=VALUE, found 'tools.level'"),
+    ("tools.level", "--pass-config takes KEY=VALUE, found 'tools.level'"),
 ])
 def test_opt_bad_config_names_the_key(tools_host, module_file, capsys, config, message):
     status, out, err = run(capsys, "opt", str(module_file), "--passes", "", "--config", config)

@@ -69,8 +69,9 @@ class BisectResult:
 def bisect(mod: IRModule | Flow, *, check: Any = "raises", passes: Any = None,
            target: str | None = None, params: Mapping[str, Any] | None = None,
            opt_level: int | None = None, disabled_pass: Iterable[str] | str | None = None,
-           config: Mapping[str, Any] | None = None, source: str | None = None
-           ) -> BisectResult:
+           config: Mapping[str, Any] | None = None, source: str | None = None,
+           required_pass: Iterable[str] | str | None = None,
+           instruments: Iterable[Any] = ()) -> BisectResult:
     """Find the first pass execution that makes ``check`` fail.
 
     ``mod`` runs through ``passes`` (a pipeline, text or a Pass) and, with ``target``,
@@ -83,7 +84,7 @@ def bisect(mod: IRModule | Flow, *, check: Any = "raises", passes: Any = None,
     """
     flow = mod if isinstance(mod, Flow) else Flow(
         mod, passes, target, dict(params or {}), opt_level, disabled_pass, dict(config or {}),
-        source)
+        source, required_pass, tuple(instruments))
     if MAX_EXECUTIONS in flow.config:
         raise ValueError(f"bisect sets {MAX_EXECUTIONS} itself: leave it out of the config")
     checker = make_check(check)

@@ -37,8 +37,9 @@ class Flow:
 
     ``passes`` is a pipeline (text, or a Pass); ``target`` (a target string) adds the build
     flow after it, with ``params`` bound as weights. ``opt_level`` defaults as the commands
-    do: 3 with a target, 2 without. ``source`` is the module as named on the command line
-    (a file, ``zoo:NAME``...), needed to write a command that repeats the run.
+    do: 3 with a target, 2 without. ``instruments`` run in every run's context, before the
+    ones the run adds. ``source`` is the module as named on the command line (a file,
+    ``zoo:NAME``...), needed to write a command that repeats the run.
     """
 
     mod: IRModule
@@ -49,6 +50,8 @@ class Flow:
     disabled_pass: tuple[str, ...] = field(default=(), converter=_names)
     config: Mapping[str, Any] = field(factory=dict)
     source: str | None = None
+    required_pass: tuple[str, ...] = field(default=(), converter=_names)
+    instruments: tuple[Any, ...] = field(default=(), converter=tuple)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.mod, IRModule):
@@ -69,8 +72,9 @@ class Flow:
         from passhost.backend import build
         from passhost.transform import Pass, PassContext, build_pipeline
 
-        ctx = PassContext(opt_level=self.level, disabled_pass=self.disabled_pass,
-                          instruments=instruments, config=self.config)
+        ctx = PassContext(opt_level=self.level, required_pass=self.required_pass,
+                          disabled_pass=self.disabled_pass,
+                          instruments=(*self.instruments, *instruments), config=self.config)
         with ctx:
             try:
                 mod = self.mod
@@ -99,6 +103,8 @@ class Flow:
         if self.passes is not None:
             argv += ["--passes", self.passes]
         argv += ["-O", str(self.level)]
+        for name in self.required_pass:
+            argv += ["--required-pass", name]
         for name in self.disabled_pass:
             argv += ["--disabled-pass", name]
         config = {**self.config, MAX_EXECUTIONS: max_executions}

@@ -126,6 +126,19 @@ STR_LIST_MAP = OptionType(
 _BY_PYTHON_TYPE: dict[type, OptionType] = {int: INT, float: FLOAT, bool: BOOL, str: STR}
 
 
+def int_range(low: int, high: int) -> OptionType:
+    """The type of integers from ``low`` to ``high`` (both included), such as a count of
+    threads that a C ``int`` must hold."""
+
+    def check(value: Any) -> int:
+        value = _check_int(value)
+        if not low <= value <= high:
+            raise ValueError
+        return value
+
+    return OptionType(f"int from {low} to {high}", check, int, str)
+
+
 def option_type(kind: OptionType | type) -> OptionType:
     """The :class:`OptionType` for ``kind``: an OptionType, or one of int, float, bool, str."""
     if isinstance(kind, OptionType):

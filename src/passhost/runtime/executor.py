@@ -114,7 +114,8 @@ class Executor:
             raise ExecutorError(f"unknown input {name!r}; the inputs are {self.input_names}")
         dest = self._inputs[name]
         arr = np.asarray(value)
-        if arr.shape != dest.shape or arr.dtype != dest.dtype:
+        # the same dtype in either byte order is taken (copyto converts it)
+        if arr.shape != dest.shape or not np.can_cast(arr.dtype, dest.dtype, "equiv"):
             raise ExecutorError(f"input {name!r}: expected {dest.dtype.name}"
                                 f"{list(dest.shape)}, found {arr.dtype.name}{list(arr.shape)}")
         np.copyto(dest, arr)

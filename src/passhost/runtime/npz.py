@@ -20,7 +20,7 @@ import numpy as np
 
 from passhost.errors import PasshostError
 
-__all__ = ["NpzError", "read_npz", "write_npz"]
+__all__ = ["NpzError", "read_npy", "read_npz", "write_npz"]
 
 _HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0,
                    (2, 0): np.lib.format.read_array_header_2_0}
@@ -41,8 +41,9 @@ def write_npz(arrays: Mapping[str, np.ndarray]) -> bytes:
     return buf.getvalue()
 
 
-def _array(raw: bytes, name: str) -> np.ndarray:
-    """The array of one ``.npy`` member, its header checked against its size first."""
+def read_npy(raw: bytes, name: str) -> np.ndarray:
+    """The array of the ``.npy`` bytes ``raw`` (``name`` in errors), its header checked
+    against its size before anything is allocated."""
     fp = io.BytesIO(raw)
     try:
         version = np.lib.format.read_magic(fp)
@@ -59,7 +60,7 @@ def _array(raw: bytes, name: str) -> np.ndarray:
     declared = math.prod(shape) * dtype.itemsize
     if fp.tell() + declared != len(raw):
         raise NpzError(f"array {name!r}: its header declares {dtype}{list(shape)} "
-                       f"({declared} bytes) but its member holds {len(raw) - fp.tell()} "
+                       f"({declared} bytes) but it holds {len(raw) - fp.tell()} "
                        f"bytes of data")
     fp.seek(0)
     return np.lib.format.read_array(fp, allow_pickle=False)
@@ -83,7 +84,7 @@ def read_npz(data: bytes) -> dict[str, np.ndarray]:
                         or info.compress_size != info.file_size:
                     raise NpzError(f"member {info.filename!r} is compressed or encrypted; "
                                    f"parameters are stored uncompressed")
-                arrays[name] = _array(zf.read(info), name)
+                arrays[name] = read_npy(zf.read(info), name)
     except (zipfile.BadZipFile, EOFError, OSError, ValueError) as err:
         raise NpzError(f"not a readable .npz ({type(err).__name__}: {err})") from None
     return arrays

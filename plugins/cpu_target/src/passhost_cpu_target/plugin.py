@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from passhost import hookimpl
-from passhost.plugins.options import INT, OptionSpec
+from passhost.plugins.options import OptionSpec, int_range
 from passhost.target.kind import TargetKind
+
+#: The most threads ``num-threads`` may ask for (the kernels keep the count in a C int).
+MAX_THREADS = 1024
 
 
 def _tir_to_runtime(target: Any, mod: Any) -> Any:
@@ -28,7 +31,7 @@ def passhost_register_targets() -> list[TargetKind]:
     """The cpu target kind."""
     return [TargetKind(
         "cpu",
-        options=(OptionSpec("num-threads", INT, 0,
+        options=(OptionSpec("num-threads", int_range(0, MAX_THREADS), 0,
                             "threads of the native kernels and of BLAS during each run "
                             "(0: all cores)"),),
         keys=("cpu",),

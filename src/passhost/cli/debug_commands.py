@@ -1,6 +1,5 @@
-"""The debugging commands and flags of ``passhost`` (docs/debugging.md): ``bisect``,
-``trace``, ``opt --reproduce``, and the ``--reproducer`` / ``--trace-events`` flags of
-``opt`` and ``compile``."""
+"""The debugging commands of ``passhost`` (docs/debugging.md): ``bisect``, ``trace`` and
+``opt --reproduce``."""
 
 from __future__ import annotations
 
@@ -9,32 +8,10 @@ import json
 import sys
 from typing import Any
 
-from passhost.cli import CommandError, parse_config, read_module, write_output
+from passhost.cli.common import CommandError, read_model, read_module, write_output
+from passhost.cli.flags import add_context_flags, context_settings
 
-__all__ = ["add_commands", "add_flags", "debug_config", "reproduce_command"]
-
-#: Flag attribute -> the config option it sets.
-_FLAG_OPTIONS = {"reproducer": "debug.reproducer_dir", "trace_events": "debug.trace_events"}
-
-
-def add_flags(parser: argparse.ArgumentParser) -> None:
-    """Add ``--reproducer DIR`` and ``--trace-events FILE`` to ``opt`` or ``compile``."""
-    parser.add_argument("--reproducer", metavar="DIR",
-                        help="when a pass raises, write a reproducer into DIR (config "
-                             "debug.reproducer_dir)")
-    parser.add_argument("--trace-events", metavar="FILE",
-                        help="write the pass events to FILE as JSON Lines (config "
-                             "debug.trace_events)")
-
-
-def debug_config(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``--pass-config`` options and the config the debugging flags set."""
-    config = parse_config(args.config)
-    for attr, key in _FLAG_OPTIONS.items():
-        value = getattr(args, attr, None)
-        if value is not None:
-            config[key] = value
-    return config
+__all__ = ["add_commands", "reproduce_command"]
 
 
 # -- passhost opt --reproduce -----------------------------------------------------------
@@ -73,18 +50,17 @@ def reproduce_command(args: argparse.Namespace) -> int:
 # -- passhost bisect --------------------------------------------------------------------
 
 def _bisect(args: argparse.Namespace) -> int:
-    from passhost.cli_compile import read_model
     from passhost.debug import bisect
 
     if args.target is None and args.passes is None:
         raise CommandError("bisect needs --passes PIPELINE, --target TARGET, or both")
+    settings = context_settings(args)
     if args.target is not None:
         mod, params = read_model(args.input)
     else:
         mod, params = read_module(args.input), {}
     result = bisect(mod, check=args.check, passes=args.passes, target=args.target,
-                    params=params, opt_level=args.opt_level, disabled_pass=args.disabled_pass,
-                    config=parse_config(args.config), source=args.input)
+                    params=params, source=args.input, **settings)
     print(result, end="")
     return 0 if result.culprit is not None else 1
 
@@ -124,7 +100,7 @@ def _describe(event: dict[str, Any]) -> str:
     return f"{event['ts']:>10}us {indent}{what}"
 
 
-def add_commands(sub: Any, opt_level: Any) -> None:
+def add_commands(sub: Any) -> None:
     """Add ``bisect`` and ``trace`` to the ``passhost`` subcommand parsers."""
     bis = sub.add_parser("bisect", help="find the first pass execution that makes a check "
                                         "fail")
@@ -138,13 +114,8 @@ def add_commands(sub: Any, opt_level: Any) -> None:
                      help="compile for TARGET (after --passes, if given), as passhost compile")
     bis.add_argument("--passes", metavar="PIPELINE",
                      help="the passes to run, as passhost opt (before the build with --target)")
-    bis.add_argument("-O", "--opt-level", type=opt_level, default=None, metavar="N",
-                     help="the PassContext opt level (default 3 with --target, else 2)")
-    bis.add_argument("--disabled-pass", action="append", default=[], metavar="NAME",
-                     help="a pass that never runs, in every probe (repeatable)")
-    bis.add_argument("--pass-config", "--config", dest="config", action="append",
-                     default=[], metavar="KEY=VALUE",
-                     help="a PassContext config option (repeatable)")
+    add_context_flags(bis, None, "the PassContext opt level (default 3 with --target, "
+                                 "else 2)")
     bis.set_defaults(func=_bisect)
 
     trace = sub.add_parser("trace", help="read a trace written by --trace-events")

@@ -8,69 +8,41 @@ import sys
 import time
 from typing import Any
 
-from passhost.cli import (
-    CommandError,
-    make_instruments,
-    read_module,
-    render_instruments,
+from passhost.cli.common import CommandError, read_model, render_instruments
+from passhost.cli.flags import (
+    add_context_flags,
+    add_output_flags,
+    context_settings,
+    count,
+    seed,
+    writable_file,
 )
 
-__all__ = ["add_commands", "compile_command", "read_model", "run_command"]
+__all__ = ["add_commands", "compile_command", "run_command"]
 
-
-def read_model(source: str) -> tuple[Any, dict[str, Any]]:
-    """(module, params) of MODEL: a zoo name (``resnet18``, ``zoo:resnet-18``), an ONNX
-    file (``.onnx``), a TFLite file (``.tflite``), a file in the IR text format (its weights
-    are constants inside it) or ``-`` (standard input)."""
-    from passhost.relay.testing.zoo import get_model
-
-    name = source[len("zoo:"):] if source.startswith("zoo:") else source
-    looks_like_path = source == "-" or os.sep in source or "." in os.path.basename(source)
-    if source.startswith("zoo:") or not (os.path.exists(source) or looks_like_path):
-        return get_model(name)
-    if source.endswith(".onnx"):
-        from passhost.frontend import from_onnx
-
-        return from_onnx(source)
-    if source.endswith(".tflite"):
-        from passhost.frontend import from_tflite
-
-        return from_tflite(source)
-    return read_module(source), {}
-
-
-def _instruments(args: argparse.Namespace) -> list[Any]:
-    from passhost.instrument import DumpIR, PassPrintingInstrument
-
-    instruments = make_instruments(args.instrument)
-    if args.print_ir_after:
-        instruments.append(PassPrintingInstrument((), tuple(args.print_ir_after)))
-    if args.dump_ir:
-        instruments.append(DumpIR(args.dump_ir))
-    return instruments
+#: The most bytes an ``--input`` file may hold (a bigger one is refused before reading).
+MAX_INPUT_BYTES = 1 << 31
 
 
 def compile_command(args: argparse.Namespace) -> int:
     """Compile MODEL for --target and write the artifact to -o."""
     from passhost.backend import build
-    from passhost.cli_debug import debug_config
     from passhost.target import parse_targets
     from passhost.transform import PassContext, build_pipeline
 
     targets = parse_targets(args.target)
-    config = debug_config(args)
-    instruments = _instruments(args)
+    writable_file(args.output, "artifact")
+    settings = context_settings(args)
     passes = build_pipeline(args.passes) if args.passes else None
     mod, params = read_model(args.model)
     start = time.perf_counter()
-    with PassContext(opt_level=args.opt_level, disabled_pass=args.disabled_pass,
-                     instruments=instruments, config=config):
+    with PassContext(**settings):
         try:
             if passes is not None:
                 mod = passes(mod)
             compiled = build(mod, targets, params)
         finally:
-            render_instruments(instruments)
+            render_instruments(settings["instruments"])
     elapsed = time.perf_counter() - start
     try:
         compiled.save(args.output)
@@ -84,9 +56,33 @@ def compile_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_inputs(items: list[str], names: list[str]) -> dict[str, Any]:
-    import numpy as np
+def _read_array(path: str, name: str) -> Any:
+    """The array of the ``.npy`` file ``path`` (input ``name``), or a :class:`CommandError`
+    saying why it is not one: missing, empty, too big, not a ``.npy``, holding objects, or
+    declaring more data than it holds."""
+    from passhost.runtime.npz import NpzError, read_npy
 
+    def refuse(why: str) -> CommandError:
+        return CommandError(f"cannot read input {name!r} from {path}: {why}")
+
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_INPUT_BYTES:
+            raise refuse(f"the file holds {size} bytes, more than the {MAX_INPUT_BYTES} an "
+                         f"input may")
+        with open(path, "rb") as file:
+            raw = file.read()
+    except OSError as err:
+        raise refuse(err.strerror or str(err)) from None
+    if not raw:
+        raise refuse("the file is empty")
+    try:
+        return read_npy(raw, name)
+    except NpzError as err:
+        raise refuse(str(err)) from None
+
+
+def _read_inputs(items: list[str], names: list[str]) -> dict[str, Any]:
     inputs = {}
     for item in items:
         name, sep, path = item.partition("=")
@@ -95,10 +91,7 @@ def _read_inputs(items: list[str], names: list[str]) -> dict[str, Any]:
                 raise CommandError(f"--input takes NAME=FILE.npy (the inputs are {names}), "
                                    f"found {item!r}")
             name, path = names[0], item
-        try:
-            inputs[name] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as err:
-            raise CommandError(f"cannot read input {name!r} from {path}: {err}") from None
+        inputs[name] = _read_array(path, name)
     return inputs
 
 
@@ -126,6 +119,8 @@ def run_command(args: argparse.Namespace) -> int:
     from passhost.runtime import load_artifact
     from passhost.runtime.artifact import restore_dtype
 
+    if args.output:
+        writable_file(args.output, "output")
     compiled = load_artifact(args.artifact)
     executor = compiled.executor()
     info = executor.input_info()
@@ -138,7 +133,7 @@ def run_command(args: argparse.Namespace) -> int:
         raise CommandError(f"unknown inputs {sorted(given)}; the model's inputs are "
                            f"{[n for n, _, _ in info]}")
     times = []
-    for _ in range(max(args.repeat, 1)):
+    for _ in range(args.repeat):
         start = time.perf_counter()
         executor.run()
         times.append(time.perf_counter() - start)
@@ -156,10 +151,8 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: Any, opt_level: Any) -> None:
+def add_commands(sub: Any) -> None:
     """Add ``compile`` and ``run`` to the ``passhost`` subcommand parsers."""
-    from passhost.cli_debug import add_flags as add_debug_flags
-
     comp = sub.add_parser("compile", help="compile a model for a target into an artifact")
     comp.add_argument("model", metavar="MODEL",
                       help="a zoo model (resnet18, resnet50, mobilenet, mlp, ...; see passhost "
@@ -169,31 +162,19 @@ def add_commands(sub: Any, opt_level: Any) -> None:
                       help='the targets, e.g. "cpu" or "cmsis-nn -mcpu=cortex-m55, cpu"')
     comp.add_argument("-o", "--output", required=True, metavar="OUT",
                       help="the artifact file to write (.tar)")
-    comp.add_argument("-O", "--opt-level", type=opt_level, default=3, metavar="N",
-                      help="the PassContext opt level (default 3)")
-    comp.add_argument("--instrument", action="append", default=[], metavar="SPEC",
-                      help="a pass instrument: NAME or NAME{key=value,...} (repeatable)")
-    comp.add_argument("--pass-config", "--config", dest="config", action="append",
-                      default=[], metavar="KEY=VALUE",
-                      help="a PassContext config option (repeatable)")
-    comp.add_argument("--disabled-pass", action="append", default=[], metavar="NAME",
-                      help="a pass that never runs (repeatable)")
-    comp.add_argument("--print-ir-after", action="append", default=[], metavar="NAME",
-                      help="print the module after the pass NAME (repeatable)")
-    comp.add_argument("--dump-ir", metavar="DIR",
-                      help="write the module after each pass to DIR/NNN_<pass>.txt")
     comp.add_argument("--passes", metavar="PIPELINE",
                       help="passes to run on the model before the build flow, in the "
                            "textual pipeline syntax")
-    add_debug_flags(comp)
+    add_context_flags(comp, 3, "the PassContext opt level (default 3)")
+    add_output_flags(comp)
     comp.set_defaults(func=compile_command)
 
     run = sub.add_parser("run", help="run a compiled artifact")
     run.add_argument("artifact", metavar="ARTIFACT", help="a .tar written by passhost compile")
     run.add_argument("--input", action="append", default=[], metavar="NAME=FILE",
                      help="an input from a .npy file (repeatable; random inputs otherwise)")
-    run.add_argument("--repeat", type=int, default=1, metavar="N",
+    run.add_argument("--repeat", type=count, default=1, metavar="N",
                      help="run N times and print the latency (median, min)")
-    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    run.add_argument("--seed", type=seed, default=0, help="seed of the random inputs")
     run.add_argument("-o", "--output", metavar="OUT.npz", help="save the outputs here")
     run.set_defaults(func=run_command)
