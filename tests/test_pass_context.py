@@ -12,7 +12,12 @@ import pytest
 
 import passhost.relay as relay
 from passhost import tir
-from passhost.errors import ModuleMutatedError, OptionError, UnknownNameError
+from passhost.errors import (
+    ContextOrderError,
+    ModuleMutatedError,
+    OptionError,
+    UnknownNameError,
+)
 from passhost.ir.module import IRModule
 from passhost.plugins import OptionSpec, hookimpl
 from passhost.transform import (
@@ -616,3 +621,25 @@ def test_the_outermost_pass_pauses_the_cyclic_garbage_collector(mod):
         assert not gc.isenabled()  # a caller's choice is left alone
     finally:
         gc.enable()
+
+
+def test_contexts_exit_in_reverse_order_or_raise():
+    default = PassContext.current()
+    outer, inner = PassContext(opt_level=1), PassContext(opt_level=2)
+    outer.__enter__()
+    inner.__enter__()
+    with pytest.raises(ContextOrderError, match=r"PassContext\(opt_level=1\) exited, but it "
+                                                r"is not the innermost context"):
+        outer.__exit__(None, None, None)
+    assert PassContext.current() is inner  # nothing changed
+    inner.__exit__(None, None, None)
+    outer.__exit__(None, None, None)
+    with pytest.raises(ContextOrderError, match="no context is entered on this thread"):
+        outer.__exit__(None, None, None)
+    assert PassContext.current() is default
+
+
+def test_a_context_never_entered_cannot_exit():
+    with PassContext(opt_level=1), pytest.raises(
+            ContextOrderError, match="it was not entered on this thread, or has exited"):
+        PassContext(opt_level=3).__exit__(None, None, None)

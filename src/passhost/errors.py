@@ -122,3 +122,8 @@ class InstrumentError(PasshostError, TypeError):
 
 class ModuleMutatedError(PasshostError):
     """A pass changed its input module in place (config ``testing.immutable_module``)."""
+
+
+class ContextOrderError(PasshostError, RuntimeError):
+    """A ``PassContext`` exited while it was not the innermost context entered on its
+    thread (contexts exit in the reverse order of entering, as ``with`` blocks do)."""

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from passhost.errors import ModuleMutatedError
+from passhost.errors import ContextOrderError, ModuleMutatedError
 from passhost.instrument.dispatch import EMPTY, Dispatch, instrument_name
 from passhost.ir.module import IRModule
 from passhost.ir.node import FrozenDict
@@ -115,10 +115,15 @@ class PassContext:
     def __exit__(self, *exc_info: object) -> None:
         state = _STATE
         stack = state.stack
-        for i in range(len(stack) - 1, -1, -1):
-            if stack[i] is self:
-                del stack[i]
-                break
+        if not stack or stack[-1] is not self:
+            where = ("no context is entered on this thread" if not stack else
+                     "it is not the innermost context entered on this thread"
+                     if any(ctx is self for ctx in stack)
+                     else "it was not entered on this thread, or has exited already")
+            raise ContextOrderError(f"PassContext(opt_level={self.opt_level}) exited, but "
+                                    f"{where}; contexts exit in the reverse order of "
+                                    f"entering (use with blocks)")
+        stack.pop()
         state.current = stack[-1] if stack else state.default
         self._exit_instruments()  # rule 1: popped first, then exit in list order
 
