@@ -4,6 +4,7 @@ deep chains, and parse errors located by line and column."""
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import types
 
@@ -15,7 +16,14 @@ from hypothesis import strategies as st
 
 from passhost import relay
 from passhost.errors import IRTypeError, ParseError, PasshostError
-from passhost.ir import FuncType, IRModule, TensorType, TupleType, structural_equal
+from passhost.ir import (
+    FuncType,
+    IRModule,
+    TensorType,
+    TupleType,
+    structural_equal,
+    structural_hash,
+)
 from passhost.ir.expr import BaseFunc
 from passhost.ir.node import VALUE
 from passhost.relay.testing.op_examples import all_examples
@@ -433,6 +441,14 @@ ERRORS = [
     ("def @f() { (@g: Tensor[(2), float32])() }", 2, 17,
      "a global's type must be a function type"),
     (MAIN + "  " + "nn.relu(" * 150 + "%x" + ")" * 150 + "\n}", 3, 803, "nested more than"),
+    (MAIN + "  sum(%x, axis=[" + "1" * 5000 + "])\n}", 3, 17,
+     "integer literal of 5000 digits is out of range"),
+    ("def @f(%x: Tensor[(99999999999999999999999), float32]) { %x }", 2, 20,
+     "integer literal of 23 digits is out of range"),
+    ("def @f(%x: Tensor[(4294967296, 4294967296), float32]) { %x }", 2, 19,
+     "holds 18446744073709551616 elements, more than a 64-bit size can count"),
+    ("prim_func @f (%a: handle) {\n  buffer %A: float32[4294967296, 4294967296] = "
+     "match(%a);\n}", 3, 21, "more than a 64-bit size can count"),
 ]
 
 
@@ -454,6 +470,30 @@ def test_wrong_version_is_rejected():
     with pytest.raises(ParseError, match="version directive must come first") as info:
         parse_module('def @f() { () }\n#[version = "passhost.text/1"]\n')
     assert info.value.line == 2
+
+
+@pytest.mark.parametrize(("json_text", "fragment"), [
+    ("[" * 100000 + "]" * 100000, "maximum recursion depth"),
+    ('{"constants": [' + "1" * 5000 + "]}", "integer string conversion"),
+    ('{"constants": [{"dtype": "float32", "shape": [99999999999999999999999, 7], '
+     '"data": "AA=="}]}', "shape [99999999999999999999999, 7] of float32 needs"),
+])
+def test_metadata_passhost_never_writes_is_a_parse_error(json_text, fragment):
+    text = HEADER + "def @f() { () }\n#[metadata]\n" + json_text + "\n"
+    with pytest.raises(ParseError, match=re.escape(fragment)) as info:
+        parse_module(text)
+    assert info.value.line == 4
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_attributes_round_trip(value):
+    x = relay.var("x", shape=(2,), dtype="float32")
+    mod = IRModule({"main": relay.Function([x], relay.nn.leaky_relu(x, alpha=value))})
+    back = parse_module(print_module(mod))
+    assert structural_equal(mod, back)
+    assert structural_hash(mod) == structural_hash(back)
+    other = IRModule({"main": relay.Function([x], relay.nn.leaky_relu(x, alpha=0.5))})
+    assert not structural_equal(mod, other)
 
 
 def test_bad_metadata_is_reported_inside_the_metadata_section():

@@ -38,12 +38,30 @@ def _arrays_equal(a: np.ndarray, b: np.ndarray) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
+#: What every float NaN inside a value becomes in :func:`_nan_free`.
+_NAN = ("float", "nan")
+
+
+def _nan_free(value: Any) -> Any:
+    """``value`` (a scalar, a tuple or list of values, or an attrs instance such as an
+    operator's attributes) with every float NaN replaced by :data:`_NAN`, so that NaN
+    attributes compare and hash equal (as arrays do, by their bytes); others unchanged."""
+    if isinstance(value, float):
+        return _NAN if value != value else value
+    if isinstance(value, (tuple, list)):
+        return type(value)(_nan_free(v) for v in value)
+    fields = getattr(type(value), "__attrs_attrs__", None)
+    if fields is not None:
+        return (type(value), tuple(_nan_free(getattr(value, f.name)) for f in fields))
+    return value
+
+
 def _values_equal(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
     if isinstance(a, np.ndarray):
         return _arrays_equal(a, b)
-    return bool(a == b)
+    return bool(_nan_free(a) == _nan_free(b))
 
 
 def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
@@ -129,7 +147,7 @@ def _value_hash(value: Any) -> int:
         return hash((value.dtype.name, value.shape, value.tobytes()))
     if isinstance(value, Mapping):
         return hash(tuple(value.items()))
-    return hash((type(value).__name__, value))
+    return hash((type(value).__name__, _nan_free(value)))  # NaN hashes by id otherwise
 
 
 def structural_hash(value: Any, map_free_vars: bool = False) -> int:

@@ -60,6 +60,13 @@ class Token(NamedTuple):
         return f"{self.kind} {self.text!r}"
 
 
+#: The most digits an integer literal may have: 64-bit integers (and ``uint64``'s largest,
+#: 18446744073709551615) have at most 20.
+MAX_INT_DIGITS = 20
+#: The most elements a shape may hold (and so the largest dimension): a signed 64-bit size.
+MAX_ELEMENTS = 2**63 - 1
+
+
 def tokenize(text: str, source_name: str = "<text>", line_offset: int = 0) -> list[Token]:
     """Split ``text`` into tokens (comments and white space dropped), ending with EOF.
 
@@ -82,6 +89,11 @@ def tokenize(text: str, source_name: str = "<text>", line_offset: int = 0) -> li
             raise ParseError(f"unexpected character {text[pos]!r}", line, col, source_name)
         kind = m.lastgroup
         value = m.group()
+        if kind == "int" and len(value) > MAX_INT_DIGITS:
+            raise ParseError(f"integer literal of {len(value)} digits is out of range "
+                             f"(passhost's integers are at most 64 bits: at most "
+                             f"{MAX_INT_DIGITS} digits)", line, pos - line_start + 1,
+                             source_name)
         if kind in kinds:
             append(Token(kinds[kind], value, line, pos - line_start + 1))
         newlines = value.count("\n") if kind in ("ws", "block_comment") else 0
@@ -162,3 +174,14 @@ class TokenStream:
         """Raise a ParseError at ``tok`` (default: the current token)."""
         tok = tok or self.peek()
         raise ParseError(message, tok.line, tok.column, self.source_name)
+
+    def check_shape(self, dims: list[int], tok: Token) -> tuple[int, ...]:
+        """``dims`` as a shape, or a ParseError at ``tok`` (the shape's first token) when
+        it holds more elements than a 64-bit size can count."""
+        count = 1
+        for dim in dims:
+            count *= dim
+        if count > MAX_ELEMENTS:
+            self.error(f"shape {dims} holds {count} elements, more than a 64-bit size can "
+                       f"count ({MAX_ELEMENTS})", tok)
+        return tuple(dims)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 
 import numpy as np
 
@@ -62,6 +63,10 @@ class MetadataReader:
         except json.JSONDecodeError as err:
             raise ParseError(f"malformed metadata JSON: {err.msg}", line + err.lineno,
                              err.colno, source_name) from None
+        except (ValueError, RecursionError) as err:  # an integer of thousands of digits,
+            # arrays or objects nested thousands deep
+            raise ParseError(f"metadata JSON that passhost never writes: {err}", line + 1, 1,
+                             source_name) from None
         entries = doc.get("constants") if isinstance(doc, dict) else None
         if not isinstance(entries, list):
             raise ParseError('metadata must be an object with a "constants" list', line + 1, 1,
@@ -100,7 +105,7 @@ def _decode(entry: object, i: int, line: int, source_name: str) -> np.ndarray:
     except (ValueError, TypeError):
         raise bad("data is not base64") from None
     np_dtype = np.dtype(dtype).newbyteorder("<")
-    count = int(np.prod(shape, dtype=np.int64))
+    count = math.prod(shape)  # exact: no overflow on a crafted shape
     if len(raw) != count * np_dtype.itemsize:
         raise bad(f"data holds {len(raw)} bytes, shape {shape} of {dtype} needs "
                   f"{count * np_dtype.itemsize}")

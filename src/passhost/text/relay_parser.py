@@ -193,7 +193,7 @@ class GraphParser:
         if tok.kind == IDENT and tok.text == "Tensor":
             ts.next()
             ts.expect_punct("[")
-            ts.expect_punct("(", "'(' (the shape)")
+            shape_tok = ts.expect_punct("(", "'(' (the shape)")
             dims: list[int] = []
             while not ts.accept_punct(")"):
                 d = ts.peek()
@@ -209,7 +209,7 @@ class GraphParser:
             ts.expect_punct(",", "',' and a dtype")
             dtype = self.parse_dtype()
             ts.expect_punct("]")
-            result: Type = TensorType(tuple(dims), dtype)
+            result: Type = TensorType(ts.check_shape(dims, shape_tok), dtype)
         elif tok.kind == PUNCT and tok.text == "(":
             ts.next()
             fields: list[Type] = []
@@ -277,7 +277,7 @@ class GraphParser:
                 if not ts.accept_punct(","):
                     ts.expect_punct("]", "',' or ']'")
                     break
-            count = int(np.prod(dims, dtype=np.int64))
+            count = math.prod(ts.check_shape(dims, shape_tok))
             if count != len(elements):
                 ts.error(f"shape {dims} holds {count} elements but {len(elements)} values "
                          "are given", shape_tok)

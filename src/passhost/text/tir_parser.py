@@ -171,14 +171,14 @@ class TIRParser:
     def dims(self) -> tuple[int, ...]:
         """``[d0, d1, ...]``: a static shape."""
         ts = self.ts
-        ts.expect_punct("[")
+        first = ts.expect_punct("[")
         out: list[int] = []
         while not ts.accept_punct("]"):
             out.append(int(ts.expect(INT, what="a dimension (a non-negative integer)").text))
             if not ts.accept_punct(","):
                 ts.expect_punct("]", "',' or ']'")
                 break
-        return tuple(out)
+        return ts.check_shape(out, first)
 
     def scope_suffix(self) -> str:
         """An optional ``in "scope"``."""
