@@ -89,8 +89,11 @@ class BuildKernels(Command):
                   file=sys.stderr)
             return
         built = Path(lib._name)
+        record = built.with_name(built.name + ".sha256")
+        built.chmod(0o755)  # writable by no one else, whatever the umask: else not trusted
+        record.chmod(0o644)
         for old in target.glob(f"{files.STEM}-*"):  # earlier builds of an editable install
-            if old not in (built, built.with_name(built.name + ".sha256")):
+            if old not in (built, record):
                 old.unlink()
 
     def get_outputs(self) -> list[str]:

@@ -30,7 +30,6 @@ from passhost.tir.function import PrimFunc
 from passhost_cpu_target import native
 from passhost_cpu_target.compiled_loops import compile_loops, is_loop_function
 from passhost_cpu_target.emitter import emit_function
-from passhost_cpu_target.errors import CodegenError
 from passhost_cpu_target.module_scope import ModuleScope
 from passhost_cpu_target.naming import Namer
 from passhost_cpu_target.native.build import find_compiler
@@ -47,12 +46,9 @@ SOURCE_NAME = "<passhost-cpu>"
 
 
 def _num_threads(target: Any) -> int:
+    """The target's ``num-threads`` (its option type checked it when the target was made)."""
     options = getattr(target, "options", None) or {}
-    value = options.get("num-threads", 0)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise CodegenError(f"target {target}: option num-threads expects an int >= 0 "
-                           f"(0: all cores), found {value!r}")
-    return value
+    return int(options.get("num-threads", 0))
 
 
 def plan_config(num_threads: int) -> PlanConfig:
