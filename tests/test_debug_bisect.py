@@ -277,6 +277,18 @@ def test_passhost_bisect_prints_the_culprit_and_the_command(model_file, capsys):
     assert "nothing to bisect" in capsys.readouterr().out
 
 
+def test_passhost_bisect_takes_the_pass_context_flags_of_opt(model_file, capsys):
+    status = main(["bisect", "model.txt", "--passes", "InferType,RoundConstants",
+                   "--check", "numerics:1e-3", "--required-pass", "InferType",
+                   "--instrument", "print-after-change"])
+    out, _ = capsys.readouterr()
+    assert status == 0
+    probes, result = out.split("bisect: ", 1)
+    assert "culprit: RoundConstants" in result
+    assert "--required-pass InferType" in result.split("reproduce: ", 1)[1]
+    assert "+++ after RoundConstants" in probes  # the instrument printed in the probes
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--passes", "InferType", "--check", "maybe"], "unknown check 'maybe'; a check is "
                                                      "raises, numerics[:RTOL] or script:PATH"),
