@@ -187,3 +187,25 @@ def test_unknown_target_and_bad_list_errors(toy):
         build(mod, "toy", params)
     with pytest.raises(TypeError, match="IRModule"):
         build(mod["main"], "cpu", params)
+
+
+def test_an_instrument_vetoing_every_pass_only_skips_what_may_be_skipped(toy):
+    """Vetoing ``RelayToTIR.toy`` used to skip it, and the build then failed with an
+    unrelated message; the steps the build cannot do without run (with a warning each)."""
+    from passhost.instrument import PassInstrument
+    from passhost.transform import VetoOverruledWarning
+
+    class VetoAll(PassInstrument):
+        def should_run(self, mod, info):
+            return False
+
+    mod, params = _conv_add_model()
+    with pytest.warns(VetoOverruledWarning) as warned, \
+            PassContext(opt_level=3, instruments=[VetoAll()]):
+        compiled = build(mod, "toy, ref-host", params)
+    overruled = {str(w.message).split(" vetoed ")[1].split(",")[0] for w in warned}
+    assert {"build", "RelayToTIR.toy", "LowerTE", "TIRToRuntime.ref-host", "Package"} <= overruled
+    assert "FoldConstant" not in overruled  # an optimisation: skipped as asked
+    x = np.random.default_rng(1).standard_normal((1, 4, 8, 8)).astype("float32")
+    np.testing.assert_allclose(compiled.executor()(x)[0],
+                               evaluate(mod, x=x, **params), rtol=1e-5, atol=1e-5)

@@ -20,7 +20,13 @@ from passhost.errors import InstrumentError
 from passhost.instrument import PassInstrument, dispatch, pass_instrument
 from passhost.plugins import hookimpl
 from passhost.plugins.hookspecs import InstrumentHooks
-from passhost.transform import PassContext, PassInfo, Sequential
+from passhost.transform import (
+    PassContext,
+    PassInfo,
+    Sequential,
+    VetoOverruledWarning,
+    mark_always_run,
+)
 from passlog import (
     Boom,
     instrument,
@@ -287,6 +293,20 @@ def test_rule8_one_false_skips_for_everyone_without_short_circuit(mod):
                    "i1.before(B)", "i2.before(B)", "i3.before(B)", "B:body",
                    "i1.after(B)", "i2.after(B)", "i3.after(B)",
                    "i1.exit", "i2.exit", "i3.exit"]
+
+
+def test_a_pass_that_always_runs_runs_whatever_should_run_says(mod):
+    log = []
+    instruments = [instrument("i1", log, answer=False), instrument("i2", log, answer=False)]
+    step = mark_always_run(logged_pass("Step", log))
+    with PassContext(instruments=instruments), pytest.warns(
+            VetoOverruledWarning, match=r"instrument 'i1', 'i2' vetoed Step, which always "
+                                        r"runs .*; it runs anyway"):
+        out = step(mod)
+    assert out is not mod
+    assert log == ["i1.enter", "i2.enter", "i1.should_run(Step)", "i2.should_run(Step)",
+                   "i1.before(Step)", "i2.before(Step)", "Step:body",
+                   "i1.after(Step)", "i2.after(Step)", "i1.exit", "i2.exit"]
 
 
 def test_rule9_skipping_a_sequential_skips_its_children_unasked(mod):

@@ -4,7 +4,7 @@ The API follows TVM's ``tvm.transform`` so code written for it ports line for li
 behaviour is the contract of ``shared/spec/pass-instruments.md``.
 """
 
-from passhost.transform.context import IMMUTABLE_MODULE, PassContext
+from passhost.transform.context import IMMUTABLE_MODULE, PassContext, VetoOverruledWarning
 from passhost.transform.info import PassInfo
 from passhost.transform.passes import (
     FunctionPass,
@@ -36,5 +36,6 @@ __all__ = [
     "PassInfo", "PassTextError", "Pipeline", "PipelineError", "PrimFuncPass", "PrintIR",
     "Sequential", "SequentialElement", "build_pipeline", "format_pipeline",
     "function_pass", "get_pass", "list_passes", "mark_always_run", "module_pass",
-    "parse_pipeline", "pass_spec", "pass_to_element", "prim_func_pass",
+    "VetoOverruledWarning", "parse_pipeline", "pass_spec", "pass_to_element",
+    "prim_func_pass",
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -193,7 +194,9 @@ class PassContext:
                 note_callback(err, instrument_name(dispatch.owner(fn)), "should_run",
                               info.name)
                 raise
-            if vetoes:
+            if vetoes and info.always_run:
+                _report_overruled(dispatch, info, vetoes)
+            elif vetoes:
                 if dispatch.skipped:
                     _notify_skipped(dispatch, mod, info, vetoes)
                 return mod
@@ -223,6 +226,19 @@ class PassContext:
                           info.name)
             raise
         return out
+
+
+class VetoOverruledWarning(UserWarning):
+    """An instrument's ``should_run`` said no to a pass that always runs (``always_run``: a
+    step the build cannot do without); the pass ran anyway."""
+
+
+def _report_overruled(dispatch: Dispatch, info: Any, vetoes: list[Any]) -> None:
+    """Warn that the instruments of ``vetoes`` said no to ``info``'s pass, which runs."""
+    names = ", ".join(repr(instrument_name(dispatch.owner(fn))) for fn in vetoes)
+    warnings.warn(VetoOverruledWarning(
+        f"instrument {names} vetoed {info.name}, which always runs (a step the build cannot "
+        f"do without); it runs anyway"), stacklevel=4)
 
 
 def _notify_skipped(dispatch: Dispatch, mod: IRModule, info: Any, vetoes: list[Any]) -> None:
