@@ -209,3 +209,35 @@ def test_an_instrument_vetoing_every_pass_only_skips_what_may_be_skipped(toy):
     x = np.random.default_rng(1).standard_normal((1, 4, 8, 8)).astype("float32")
     np.testing.assert_allclose(compiled.executor()(x)[0],
                                evaluate(mod, x=x, **params), rtol=1e-5, atol=1e-5)
+
+
+def test_partitioning_runs_with_the_target_current(register_plugin):
+    """The pattern table and its checks see the target (and so its options) as
+    ``Target.current()``, as relay_to_tir and tir_to_runtime do."""
+    from passhost.plugins import OptionSpec, hookimpl
+    from passhost.relay.dataflow_pattern import is_op, wildcard
+    from passhost.target import Target, TargetKind
+
+    seen: list[tuple[str, str]] = []
+
+    def refuse(root):
+        seen.append(("check", str(Target.current())))
+        return False
+
+    def table():
+        seen.append(("table", str(Target.current())))
+        return [("picky.add", is_op("add")(wildcard(), wildcard()), refuse)]
+
+    class Picky:
+        @hookimpl
+        def passhost_register_targets(self):
+            return [TargetKind("picky", options=(OptionSpec("level", int, 0),),
+                               tir_to_runtime=lambda target, mod: None, pattern_table=table,
+                               summary="refuses every match (tests)")]
+
+    register_plugin(RefHostPlugin(), "ref-host")
+    register_plugin(Picky(), "picky")
+    mod, params = _conv_add_model()
+    build(mod, "picky -level=2, ref-host", params)
+    assert Target.current() is None
+    assert seen and set(seen) == {("table", "picky -level=2"), ("check", "picky -level=2")}

@@ -91,8 +91,26 @@ def _optimize() -> Pass:
     return build_pipeline(text, name="Optimize")
 
 
+class _TargetSequential(Sequential):
+    """A Sequential whose children run with ``target`` as the current target."""
+
+    __slots__ = ("target",)
+
+    def __init__(self, target: Target, passes: list[Pass], name: str) -> None:
+        super().__init__(passes, name=name, always_run=True)
+        self.target = target
+
+    def _body(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        with self.target:
+            return super()._body(mod, ctx)
+
+
 def _partition(target: Target) -> Pass | None:
-    table = target.kind.pattern_entries()
+    """MergeComposite, AnnotateTarget and PartitionGraph for ``target``'s pattern table,
+    with ``target`` the current target while the table is made and the steps run (so that
+    its options can steer the table and its checks); None when it has no table."""
+    with target:
+        table = target.kind.pattern_entries()
     if not table:
         return None
     from passhost.relay.transform.annotate_target import AnnotateTarget
@@ -100,8 +118,8 @@ def _partition(target: Target) -> Pass | None:
     from passhost.relay.transform.partition_graph import PartitionGraph
 
     steps = [MergeComposite(table), AnnotateTarget([target.kind.name]), PartitionGraph()]
-    return Sequential([mark_always_run(step) for step in steps],
-                      name=f"Partition.{target.kind.name}", always_run=True)
+    return _TargetSequential(target, [mark_always_run(step) for step in steps],
+                             f"Partition.{target.kind.name}")
 
 
 def _owned(mod: IRModule, kind: str) -> list[str]:
