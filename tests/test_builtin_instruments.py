@@ -492,3 +492,18 @@ def test_instrument_package_does_not_import_transform():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_get_instrument_makes_a_registered_instrument_with_checked_options():
+    from passhost.errors import OptionError, UnknownNameError
+    from passhost.instrument import DumpIR, PassPrintingInstrument, get_instrument
+
+    dump = get_instrument("dump-ir", {"dump_dir": "out", "refresh": False})
+    assert isinstance(dump, DumpIR) and str(dump.dump_dir) == "out"
+    assert get_instrument("dump-ir", {"dump_dir": "out"}) is not dump
+    printing = get_instrument("print-passes", {"after": "A;B"}, from_text=True)
+    assert isinstance(printing, PassPrintingInstrument)
+    with pytest.raises(UnknownNameError, match="did you mean 'dump-ir'"):
+        get_instrument("dump-it")
+    with pytest.raises(OptionError, match="'refresh' expects bool"):
+        get_instrument("dump-ir", {"dump_dir": "out", "refresh": "maybe"})

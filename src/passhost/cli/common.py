@@ -25,10 +25,9 @@ class CommandError(PasshostError):
 def make_instruments(specs: Sequence[str]) -> list[Any]:
     """The instruments named by ``specs``, each ``NAME`` or ``NAME{key=value,...}`` in the
     textual pipeline syntax, created from the instrument registry with text options."""
-    from passhost.plugins.manager import get_host
+    from passhost.instrument import get_instrument
     from passhost.transform.pipeline import PassElement, parse_pipeline
 
-    registry = get_host().registries.instruments
     instruments = []
     for text in specs:
         elements = parse_pipeline(text, source_name="<instrument>").elements
@@ -36,8 +35,8 @@ def make_instruments(specs: Sequence[str]) -> list[Any]:
             raise CommandError(f"an instrument is one NAME or NAME{{key=value,...}}, "
                                f"found {text!r}")
         element = elements[0]
-        instruments.append(registry.get(element.name).create(dict(element.options),
-                                                             from_text=True))
+        instruments.append(get_instrument(element.name, dict(element.options),
+                                          from_text=True))
     return instruments
 
 
