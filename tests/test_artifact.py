@@ -111,6 +111,23 @@ def test_missing_target_plugin_names_the_distribution(saved):
         load_artifact(path)
 
 
+def test_a_missing_plugin_is_named_from_the_artifacts_own_record(saved):
+    from passhost.plugins import get_host
+
+    path, _, _ = saved
+    edit_metadata(path, lambda m: m["plugins"]["toy"].update(distribution="passhost-toy"))
+    get_host().unregister("toy")  # as if its distribution were not installed
+    with pytest.raises(ArtifactError, match=r"unknown target kind 'toy' \(it is provided by "
+                                            r"the plugin distribution passhost-toy; install "
+                                            r"it with: pip install passhost-toy\)"):
+        load_artifact(path)
+    # a recorded name pip could not take is not repeated as advice
+    edit_metadata(path, lambda m: m["plugins"]["toy"].update(distribution="x; rm -rf ~"))
+    with pytest.raises(ArtifactError) as info:
+        load_artifact(path)
+    assert "pip install" not in str(info.value) and "unknown target kind 'toy'" in str(info.value)
+
+
 def test_malformed_plan_is_rejected(saved):
     path, _, _ = saved
     edit_metadata(path, lambda m: m["plan"]["steps"][0].update(args=[0, 999]))

@@ -17,6 +17,7 @@ from passhost.plugins import (
     PassSpec,
     PipelineSpec,
     PluginHost,
+    PluginRecord,
     hookimpl,
     option_type,
 )
@@ -210,3 +211,22 @@ def test_passhost_requirement_evaluates_markers(requires, expected):
     found = passhost_requirement(SimpleNamespace(requires=requires))
     assert found == expected
     assert is_compatible(found, "0.1.0") == (expected in (None, "<0.2,>=0.1"))
+
+
+def test_unknown_names_point_at_installed_plugins_that_are_not_loaded():
+    host = PluginHost()
+    assert host.not_loaded_hint() == ""
+    host.records["off"] = PluginRecord("off", distribution="passhost-off", status="disabled")
+    host.records["bad"] = PluginRecord("bad", status="error")
+    for registry in (host.registries.passes, host.registries.instruments):
+        with pytest.raises(UnknownNameError) as info:
+            registry.get("Mystery")
+        assert str(info.value).endswith(
+            ". Installed plugins that are not loaded may provide it: 'off' is disabled, "
+            "'bad' is error (see: passhost plugins list)")
+    assert host.provided_by("passhost-off") == (
+        " (it is provided by the plugin distribution passhost-off, which is installed but "
+        "its plugin 'off' is disabled; see: passhost plugins list)")
+    assert host.provided_by("Passhost_Elsewhere") == (
+        " (it is provided by the plugin distribution Passhost_Elsewhere; install it with: "
+        "pip install Passhost_Elsewhere)")

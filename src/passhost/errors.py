@@ -60,14 +60,17 @@ class ParseError(PasshostError, SyntaxError):
 class UnknownNameError(PasshostError, KeyError):
     """A name (operator, pass, target, option...) is not known; lists close matches."""
 
-    def __init__(self, kind: str, name: str, known: Iterable[str], where: str = "") -> None:
+    def __init__(self, kind: str, name: str, known: Iterable[str], where: str = "",
+                 note: str = "") -> None:
+        """``where`` follows the name, ``note`` the close matches (both given with their
+        leading space or punctuation)."""
         self.kind = kind
         self.name = name
         self.candidates = close_matches(name, known)
         hint = ""
         if self.candidates:
             hint = f"; did you mean {', '.join(repr(c) for c in self.candidates)}?"
-        super().__init__(f"unknown {kind} {name!r}{where}{hint}")
+        super().__init__(f"unknown {kind} {name!r}{where}{hint}{note}")
 
     def __str__(self) -> str:
         return str(self.args[0])

@@ -81,12 +81,37 @@ class PluginHost:
         self.pm = pluggy.PluginManager(PROJECT)
         for group in ALL_HOOKS:
             self.pm.add_hookspecs(group)
-        self.registries = Registries()
+        self.registries = Registries(self.not_loaded_hint)
         self.records: dict[str, PluginRecord] = {}
         self.trace = trace
         if trace:  # hook calls through the manager (the target hooks) are traced by pluggy
             self.pm.trace.root.setwriter(sys.stderr.write)
             self.pm.enable_tracing()
+
+    def not_loaded_hint(self) -> str:
+        """Where an unknown name might come from: the installed plugins that are not loaded
+        (disabled, incompatible, broken), as text for an error; empty when all are."""
+        idle = [record for record in self.records.values() if record.status != "active"]
+        if not idle:
+            return ""
+        listed = ", ".join(f"{record.name!r} is {record.status}" for record in idle)
+        return (f". Installed plugins that are not loaded may provide it: {listed} (see: "
+                f"passhost plugins list)")
+
+    def provided_by(self, distribution: str) -> str:
+        """Text for an error about a name that ``distribution`` provides: how to install it,
+        or the status of its plugin when it is installed but not loaded."""
+        from packaging.utils import canonicalize_name
+
+        wanted = canonicalize_name(distribution)
+        record = next((r for r in self.records.values()
+                       if r.distribution and canonicalize_name(r.distribution) == wanted), None)
+        if record is None:
+            return (f" (it is provided by the plugin distribution {distribution}; install it "
+                    f"with: pip install {distribution})")
+        return (f" (it is provided by the plugin distribution {distribution}, which is "
+                f"installed but its plugin {record.name!r} is {record.status}; see: passhost "
+                f"plugins list)")
 
     def _trace(self, message: str) -> None:
         if self.trace:

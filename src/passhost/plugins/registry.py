@@ -6,7 +6,7 @@ looking the name up raises :class:`~passhost.errors.ConflictError` naming both.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from attrs import frozen
@@ -27,9 +27,10 @@ class Entry:
 class Registry:
     """The specs of one kind (passes, instruments, ...) by name."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, unknown_hint: Callable[[], str] | None = None) -> None:
         self.kind = kind
         self._entries: dict[str, list[Entry]] = {}
+        self._unknown_hint = unknown_hint
 
     def add(self, spec: Any, provider: str, distribution: str | None = None) -> None:
         """Record ``spec`` (which has a ``name``) as provided by ``provider``."""
@@ -49,7 +50,8 @@ class Registry:
         """The entry for ``name``; unknown names and conflicts raise."""
         entries = self._entries.get(name)
         if not entries:
-            raise UnknownNameError(self.kind, name, self._entries)
+            note = self._unknown_hint() if self._unknown_hint is not None else ""
+            raise UnknownNameError(self.kind, name, self._entries, note=note)
         if len(entries) > 1:
             raise ConflictError(self.kind, name, (e.provider for e in entries))
         return entries[0]
@@ -85,12 +87,14 @@ class Registries:
     KINDS = {"passes": "pass", "instruments": "instrument", "targets": "target",
              "config_options": "config option", "pipelines": "pipeline"}
 
-    def __init__(self) -> None:
-        self.passes = Registry("pass")
-        self.instruments = Registry("instrument")
-        self.targets = Registry("target")
-        self.config_options = Registry("config option")
-        self.pipelines = Registry("pipeline")
+    def __init__(self, unknown_hint: Callable[[], str] | None = None) -> None:
+        """``unknown_hint`` gives the text ending every unknown-name error (where the name
+        might come from)."""
+        self.passes = Registry("pass", unknown_hint)
+        self.instruments = Registry("instrument", unknown_hint)
+        self.targets = Registry("target", unknown_hint)
+        self.config_options = Registry("config option", unknown_hint)
+        self.pipelines = Registry("pipeline", unknown_hint)
 
     def by_attr(self, attr: str) -> Registry:
         """The registry stored under ``attr`` (one of :attr:`KINDS`)."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -32,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from passhost._version import __version__
-from passhost.errors import PasshostError
+from passhost.errors import PasshostError, UnknownNameError
 from passhost.ir.module import IRModule
 from passhost.plugins.manager import get_host
 from passhost.runtime.compiled import CompiledModule
@@ -220,6 +221,17 @@ def _minor(version: str) -> tuple[str, ...]:
     return tuple(version.split(".")[:2])
 
 
+def _recorded_distribution(meta: Mapping[str, Any], kind: str) -> str | None:
+    """The distribution the artifact records as providing target ``kind``, if it names one
+    (a name pip could install: letters, digits, ``.``, ``_``, ``-``)."""
+    plugins = meta.get("plugins")
+    info = plugins.get(kind) if isinstance(plugins, dict) else None
+    name = info.get("distribution") if isinstance(info, dict) else None
+    if isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", name):
+        return name
+    return None
+
+
 def _check_plugins(path: Path, meta: Mapping[str, Any], kinds: Sequence[str]) -> None:
     plugins = meta.get("plugins", {})
     if not isinstance(plugins, dict):
@@ -310,6 +322,12 @@ def load_artifact(path: str | os.PathLike[str]) -> CompiledModule:
     _check_integrity(path, listed, meta)
     try:
         targets: tuple[Target, ...] = parse_targets(str(meta.get("target", "")))
+    except UnknownNameError as err:
+        recorded = _recorded_distribution(meta, err.name)
+        reason = (f"unknown target kind {err.name!r}{get_host().provided_by(recorded)}"
+                  if recorded is not None else str(err))
+        raise ArtifactError(f"{path}: cannot use the artifact's target "
+                            f"{meta.get('target')!r}: {reason}") from None
     except PasshostError as err:
         raise ArtifactError(f"{path}: cannot use the artifact's target "
                             f"{meta.get('target')!r}: {err}") from None

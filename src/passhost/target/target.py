@@ -21,7 +21,6 @@ from types import MappingProxyType
 from typing import Any, Literal, overload
 
 from attrs import frozen
-from packaging.utils import canonicalize_name
 
 from passhost.errors import ConflictError, ParseError, PasshostError, UnknownNameError
 from passhost.plugins.manager import get_host
@@ -203,21 +202,16 @@ def _unknown_kind(name: str, registry: Registry) -> UnknownNameError:
     kind that a known distribution provides comes from."""
     tags = [tag for entry in registry.entries() if isinstance(entry.spec, TargetKind)
             for tag in entry.spec.tags]
-    where = ""
+    host = get_host()
+    where, note = "", host.not_loaded_hint()
     distribution = DISTRIBUTIONS.get(name)
     if distribution is not None:
-        where = f" (it is provided by the plugin distribution {distribution}"
-        record = next((r for r in get_host().records.values() if r.distribution
-                       and canonicalize_name(r.distribution) == distribution), None)
-        if record is None:
-            where += f"; install it with: pip install {distribution})"
-        else:
-            where += (f", which is installed but its plugin {record.name!r} is "
-                      f"{record.status}; see: passhost plugins list)")
+        where, note = host.provided_by(distribution), ""
     elif not len(registry):
         where = (f" (no target kind is registered; the cpu target comes with: "
                  f"pip install {DISTRIBUTIONS['cpu']})")
-    return UnknownNameError("target kind", name, [*registry.names(), *tags], where=where)
+    return UnknownNameError("target kind", name, [*registry.names(), *tags], where=where,
+                            note=note)
 
 
 def _host_kinds() -> list[str]:
