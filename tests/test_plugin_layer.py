@@ -142,10 +142,28 @@ class _BadArgs:
         return True
 
 
+class _Unmarked:
+    @hookimpl
+    def passhost_register_instruments(self):
+        return []
+
+    def passhost_register_passes(self):  # no @hookimpl: pluggy would ignore it
+        return []
+
+    @staticmethod
+    def passhost_register_pipeline():  # unmarked and misspelled
+        return []
+
+
 @pytest.mark.parametrize(("plugin", "message"), [
     (_BadSpec(), "returned 'not a spec', expected PassSpec"),
-    (_UnknownHook(), "'passhost_register_pases', which is not a passhost hook"),
+    (_UnknownHook(), "plugin 'bad' is invalid: passhost_register_pases is not a passhost "
+                     "hook; did you mean 'passhost_register_passes'"),
     (_BadArgs(), "plugin 'bad' is invalid"),
+    (_Unmarked(), "plugin 'bad' is invalid: passhost_register_passes is not marked with "
+                  "@passhost.hookimpl, so the host ignores it; passhost_register_pipeline is "
+                  "not marked with @passhost.hookimpl, so the host ignores it; did you mean "
+                  "'passhost_register_pipelines'"),
 ])
 def test_broken_plugins_are_rejected_and_leave_nothing_behind(plugin, message):
     host = PluginHost()

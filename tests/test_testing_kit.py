@@ -250,8 +250,8 @@ BROKEN = {
          "but can not be found in the hookspec"]),
     "unknown passhost_ hook": (
         {"passhost_register_pases": lambda self: []},
-        ["passhost_register_pases is not a passhost hook; the registration hooks are "
-         "passhost_register_config_options, "]),
+        ["passhost_register_pases is not a passhost hook; did you mean "
+         "'passhost_register_passes'"]),
     "hook not marked": (
         {"passhost_register_passes_unmarked": lambda self: []},
         ["passhost_register_passes is not marked with @passhost.hookimpl, so the host "

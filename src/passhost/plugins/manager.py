@@ -20,6 +20,7 @@ from attrs import define, field, frozen
 
 from passhost._version import __version__
 from passhost.errors import PluginError
+from passhost.plugins.contract import unknown_hook, unmarked_functions
 from passhost.plugins.hookspecs import ALL_HOOKS, PROJECT, REGISTRATION_HOOKS
 from passhost.plugins.loading import LoadSettings, discover, is_compatible, passhost_requirement
 from passhost.plugins.options import OptionSpec
@@ -159,10 +160,14 @@ class PluginHost:
         return sorted(caller.name for caller in self.pm.get_hookcallers(plugin) or ())
 
     def _check_hook_names(self, plugin: Any, name: str) -> None:
-        for caller in self.pm.get_hookcallers(plugin) or ():
-            if not caller.has_spec():
-                raise PluginError(f"plugin {name!r} implements {caller.name!r}, "
-                                  f"which is not a passhost hook")
+        """Refuse a plugin implementing a hook passhost does not have, or defining a
+        ``passhost_*`` function without ``@hookimpl`` (:mod:`.contract`)."""
+        problems = [unknown_hook(caller.name)
+                    for caller in self.pm.get_hookcallers(plugin) or ()
+                    if not caller.has_spec()]
+        problems += unmarked_functions(plugin)
+        if problems:
+            raise PluginError(f"plugin {name!r} is invalid: {'; '.join(problems)}")
 
     def _collect(self, plugin: Any, name: str) -> dict[str, list[Any]]:
         collected: dict[str, list[Any]] = {}

@@ -26,6 +26,7 @@ from typing import Any
 import pluggy
 
 from passhost.errors import PluginError
+from passhost.plugins.contract import unknown_hook, unmarked_functions
 from passhost.plugins.hookspecs import (
     ALL_HOOKS,
     INSTRUMENT_CALLBACKS,
@@ -199,12 +200,10 @@ def _check_hooks(plugin: Any, name: str,
     manager = _OneHookManager()
     registration: dict[str, list[Callable[[], Any]]] = {}
     impls = []
+    problems.extend(unmarked_functions(plugin))
     for attr_name in sorted(dir(plugin)):
         if manager.parse_hookimpl_opts(plugin, attr_name) is not None:
             impls.append(attr_name)
-        elif attr_name.startswith("passhost_") and _is_function(plugin, attr_name):
-            problems.append(f"{attr_name} is not marked with @passhost.hookimpl, so the "
-                            f"host ignores it")
     for attr_name in impls:
         manager.only = attr_name
         try:
@@ -231,17 +230,11 @@ def _check_hooks(plugin: Any, name: str,
     return registration
 
 
-def _is_function(plugin: Any, attr_name: str) -> bool:
-    value = inspect.getattr_static(plugin, attr_name, None)
-    return isinstance(value, (types.FunctionType, types.MethodType, staticmethod, classmethod))
-
-
 def _hook_problem(attr_name: str, caller: Any) -> str | None:
     where = caller.name if caller.name == attr_name else f"{attr_name} (hook {caller.name})"
     if not caller.has_spec():
-        registration = ", ".join(sorted(REGISTRATION_HOOKS))
-        return (f"{where} is not a passhost hook; the registration hooks are "
-                f"{registration}")
+        return unknown_hook(caller.name) + ("" if caller.name == attr_name
+                                            else f" (implemented by {attr_name})")
     if caller.name in _INSTRUMENT_HOOKS:
         return (f"{where} is an instrument callback: the host never calls it on a plugin; "
                 f"implement it on an instrument class and register that class with "
