@@ -6,8 +6,6 @@ import their pass only when a pass is created.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from typing import Any
 
 from passhost.errors import OptionError
@@ -21,18 +19,7 @@ from passhost.plugins.options import (
     STR_LIST_MAP,
     OptionSpec,
 )
-from passhost.plugins.specs import InstrumentSpec, PassSpec, PipelineSpec
-
-
-def lazy_factory(module: str, name: str) -> Callable[..., Any]:
-    """A factory calling ``module.name(**options)``, importing the module on first call."""
-
-    def create(**options: Any) -> Any:
-        return getattr(importlib.import_module(module), name)(**options)
-
-    create.__name__ = create.__qualname__ = name
-    create.__doc__ = f"Create {module}.{name}."
-    return create
+from passhost.plugins.specs import InstrumentSpec, PassSpec, PipelineSpec, lazy_factory
 
 
 @hookimpl

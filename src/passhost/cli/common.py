@@ -7,15 +7,17 @@ machinery it needs when called, so that ``passhost --version`` loads no plugin.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 from passhost.errors import PasshostError
 
 __all__ = ["CommandError", "make_instruments", "open_for_writing", "parse_config",
-           "read_model", "read_module", "render_instruments", "write_output"]
+           "read_model", "read_module", "render_instruments", "stdout_to_stderr",
+           "write_output"]
 
 
 class CommandError(PasshostError):
@@ -115,6 +117,28 @@ def read_model(source: str) -> tuple[Any, dict[str, Any]]:
 
         return from_tflite(source)
     return read_module(source), {}
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Send everything written to standard output, by Python (``print``) or to file
+    descriptor 1 (C code, subprocesses), to standard error while the block runs: the
+    plugins loaded in it cannot spoil a document the command prints afterwards."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1: only Python's stream can be redirected
+        saved = None
+    try:
+        if saved is not None:
+            os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def open_for_writing(path: str, what: str = "output") -> TextIO:

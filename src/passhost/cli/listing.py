@@ -172,11 +172,30 @@ def plugins_table(host: PluginHost, *, show_all: bool = False, verbose: bool = F
 
 def check_problems(host: PluginHost) -> list[str]:
     """Why ``plugins list --check`` fails: each plugin that is incompatible, in error or
-    invalid, and each conflict. Disabled plugins are the user's choice and are fine."""
+    invalid, each conflict, and each lazy factory that does not import. Disabled plugins are
+    the user's choice and are fine."""
     problems = [f"plugin {r.name!r} has status {r.status}" for r in host.records.values()
                 if r.status in FAILED_STATUSES]
     problems += [f"{NOUNS[attr][0]} {name!r} is provided by {_quote_list(providers)}"
                  for attr, name, providers in conflicts(host)]
+    return problems + _factory_problems(host)
+
+
+def _factory_problems(host: PluginHost) -> list[str]:
+    """Each lazy factory (``passhost.plugins.lazy_factory``) whose module does not import or
+    lacks the named object: found now rather than at first use."""
+    problems = []
+    for attr in KINDS:
+        for entry in host.registries.by_attr(attr).entries():
+            resolve = getattr(getattr(entry.spec, "factory", None), "resolve", None)
+            if resolve is None:
+                continue
+            try:
+                resolve()
+            except (Exception, SystemExit) as err:
+                problems.append(f"{NOUNS[attr][0]} {entry.name!r} of plugin "
+                                f"{entry.provider!r}: its factory fails to import: "
+                                f"{type(err).__name__}: {err}")
     return problems
 
 

@@ -7,6 +7,8 @@ import argparse
 import sys
 from typing import Any
 
+from passhost.cli.common import stdout_to_stderr
+
 __all__ = ["add_commands"]
 
 #: Command -> (the host's registry attribute, what it lists).
@@ -25,14 +27,18 @@ def _plugins_list(args: argparse.Namespace) -> int:
     from passhost.cli import listing
     from passhost.plugins.manager import get_host
 
-    host = get_host()
-    if args.json:
-        print(json.dumps(listing.plugins_document(host, verbose=args.verbose), indent=2))
+    if args.json:  # plugins print while they load: never into the JSON document
+        with stdout_to_stderr():
+            host = get_host()
+            text = json.dumps(listing.plugins_document(host, verbose=args.verbose), indent=2)
+            problems = listing.check_problems(host) if args.check else []
+        print(text)
     else:
+        host = get_host()
         print(listing.plugins_table(host, show_all=args.all, verbose=args.verbose), end="")
+        problems = listing.check_problems(host) if args.check else []
     if not args.check:
         return 0
-    problems = listing.check_problems(host)
     for problem in problems:
         print(f"passhost: check failed: {problem}", file=sys.stderr)
     return 1 if problems else 0
@@ -44,11 +50,12 @@ def _registry_list(args: argparse.Namespace) -> int:
     from passhost.cli import listing
     from passhost.plugins.manager import get_host
 
-    host = get_host()
     if args.json:
-        print(json.dumps(listing.registry_document(host, args.registry), indent=2))
+        with stdout_to_stderr():
+            text = json.dumps(listing.registry_document(get_host(), args.registry), indent=2)
+        print(text)
     else:
-        print(listing.registry_table(host, args.registry), end="")
+        print(listing.registry_table(get_host(), args.registry), end="")
     return 0
 
 

@@ -26,12 +26,12 @@ from passhost.plugins.options import (
     option_type,
 )
 from passhost.plugins.registry import Entry, Registries, Registry
-from passhost.plugins.specs import InstrumentSpec, PassSpec, PipelineSpec
+from passhost.plugins.specs import InstrumentSpec, PassSpec, PipelineSpec, lazy_factory
 
 __all__ = [
     "BOOL", "ENTRY_POINT_GROUP", "FLOAT", "INSTRUMENT_CALLBACKS", "INT", "STATUSES",
     "LoadSettings", "PluginFailure", "create_host", "STR", "STR_LIST", "STR_LIST_MAP",
     "Entry", "InstrumentSpec", "OptionSpec", "OptionType", "PassSpec", "PipelineSpec",
     "PluginHost", "PluginRecord", "Registries", "Registry", "get_host", "hookimpl",
-    "hookspec", "option_type", "set_host",
+    "hookspec", "lazy_factory", "option_type", "set_host",
 ]

@@ -230,7 +230,8 @@ class PluginHost:
         except PluginError as err:
             record.status, record.error = "invalid", PluginFailure.from_exception(err)
             self._keep(record, settings, raise_error=True, cause=err)
-        except Exception as err:
+        except (Exception, SystemExit, KeyboardInterrupt) as err:  # a plugin ending the
+            # process at import, or interrupted in it, is a broken plugin, not the host's end
             record.status, record.error = "error", PluginFailure.from_exception(err)
             self._keep(record, settings, raise_error=True, cause=err)
 

@@ -6,6 +6,7 @@ only when the named thing is used, with its options checked against the declared
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -13,6 +14,23 @@ from attrs import field, frozen
 
 from passhost.errors import UnknownNameError
 from passhost.plugins.options import OptionSpec
+
+
+def lazy_factory(module: str, name: str) -> Callable[..., Any]:
+    """A factory calling ``module.name(**options)``, importing the module on first call, so
+    that registering it imports nothing. Its ``resolve()`` imports the module and returns
+    ``module.name`` (``passhost plugins list --check`` calls it for every such factory)."""
+
+    def resolve() -> Any:
+        return getattr(importlib.import_module(module), name)
+
+    def create(**options: Any) -> Any:
+        return resolve()(**options)
+
+    create.__name__ = create.__qualname__ = name
+    create.__doc__ = f"Create {module}.{name}."
+    create.resolve = resolve  # type: ignore[attr-defined]
+    return create
 
 
 def _names(value: Iterable[str] | str) -> tuple[str, ...]:
