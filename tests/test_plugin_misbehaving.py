@@ -91,5 +91,10 @@ def test_check_imports_every_lazy_factory(installed, capsys):
     assert main(["plugins", "list", "--check"]) == 1
     err = capsys.readouterr().err
     assert ("check failed: instrument 'ghost' of plugin 'lazy': its factory fails to import: "
+            "PluginError: passhost_no_such_module.Ghost cannot be imported: "
             "ModuleNotFoundError: No module named 'passhost_no_such_module'") in err
     assert "'builtin'" not in err  # the built-in plugin's own factories all import
+    # used anyway: one error line, no traceback
+    assert main(["opt", "-", "--passes", "", "--instrument", "ghost"]) == 1
+    assert capsys.readouterr().err.startswith(
+        "passhost: error: passhost_no_such_module.Ghost cannot be imported")

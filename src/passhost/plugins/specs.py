@@ -12,17 +12,22 @@ from typing import Any
 
 from attrs import field, frozen
 
-from passhost.errors import UnknownNameError
+from passhost.errors import PluginError, UnknownNameError
 from passhost.plugins.options import OptionSpec
 
 
 def lazy_factory(module: str, name: str) -> Callable[..., Any]:
     """A factory calling ``module.name(**options)``, importing the module on first call, so
     that registering it imports nothing. Its ``resolve()`` imports the module and returns
-    ``module.name`` (``passhost plugins list --check`` calls it for every such factory)."""
+    ``module.name`` (``passhost plugins list --check`` calls it for every such factory); a
+    module that does not import, or lacks ``name``, is a :class:`PluginError`."""
 
     def resolve() -> Any:
-        return getattr(importlib.import_module(module), name)
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as err:
+            raise PluginError(f"{module}.{name} cannot be imported: {type(err).__name__}: "
+                              f"{err}") from err
 
     def create(**options: Any) -> Any:
         return resolve()(**options)
