@@ -2,7 +2,7 @@
 interpreter on ResNet-18, and the same operations on a 100 000-node chain.
 
 Run: python benchmarks/ir_foundation.py   (prints milliseconds; medians of a few runs)
-These are absolute figures for orientation; the peer ratios of shared/BENCHMARKS.md are
+These are absolute figures for orientation; the peer ratios of benchmarks/README.md are
 measured by the pass-manager and pass benchmarks.
 """
 

@@ -4,7 +4,7 @@ Run: python benchmarks/pass_overhead.py
 Cases: no instruments, one Python instrument with empty run_before_pass/run_after_pass,
 three such instruments, and each system's timing instrument when available. TVM is measured
 in the same process when ``apache-tvm`` is installed (``pip install -e ".[bench]"``);
-otherwise its figures from shared/BENCHMARKS.md are shown for reference. Each figure is the
+otherwise its figures from benchmarks/README.md are shown for reference. Each figure is the
 best of several repeats of many calls (the minimum is the least noisy estimate of a fixed
 per-call cost on a shared machine).
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import timeit
 from collections.abc import Callable
 
-#: TVM 0.27 on this kind of machine (shared/BENCHMARKS.md), used when TVM is not installed.
+#: TVM 0.27 on this kind of machine (benchmarks/README.md), used when TVM is not installed.
 TVM_REFERENCE_US = {"0 instruments": 1.42, "1 Python instrument": 2.42, "timing instrument": 3.28}
 
 CALLS = 100_000

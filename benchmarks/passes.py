@@ -9,7 +9,7 @@ layout transforms; EliminateCommonSubexpr and FuseOps after FoldScaleAxis).
 FoldScaleAxis is timed twice: on the seed tutorial's input (batch
 norms still in place) and after SimplifyInference + FoldConstant, where it has scales to
 fold. The peers cannot run in this process (TVM 0.27 no longer has Relay), so their figures
-from shared/BENCHMARKS.md are printed beside ResNet-18's, with the ratio.
+from benchmarks/README.md are printed beside ResNet-18's, with the ratio.
 
 Part 2 times the same passes on generated graphs of 1k, 10k and 100k calls
 (passhost.relay.testing.synthetic) and prints the growth per 10x nodes (linear is 10x).
@@ -33,7 +33,7 @@ from passhost.relay.testing.synthetic import graph_of_size
 from passhost.relay.testing.zoo import get_model
 from passhost.transform import PassContext, Sequential
 
-#: Peers' ResNet-18 figures (ms), shared/BENCHMARKS.md: the seed's Relay (InferType,
+#: Peers' ResNet-18 figures (ms), benchmarks/README.md: the seed's Relay (InferType,
 #: FoldScaleAxis) and TVM 0.27 on the imported model (the others).
 PEER_MS = {"InferType": ("seed Relay", 8.0), "FoldScaleAxis (seed input)": ("seed Relay", 7.5),
            "ConvertLayout": ("TVM 0.27", 39.0), "EliminateCommonSubexpr": ("TVM 0.27", 62.0),

@@ -1,7 +1,7 @@
 """The inference race's models: full-size architectures from transformers configurations
 (the configurations' default sizes are the published models'), a one-layer transformer
 encoder, and the MLP, ResNet-18 and MobileNetV2 of ``onnx_models.py`` (the models of
-shared/BENCHMARKS.md's peers' figures), all with random weights from a fixed seed; nothing
+the peers' figures in benchmarks/README.md), all with random weights from a fixed seed; nothing
 is downloaded.
 
 - :data:`MODELS`: what each model is, by name; :data:`SMALL`: the ones ``--quick`` races;

@@ -1,4 +1,4 @@
-"""PassContext, gating and dependencies (rules 23-32 of shared/spec/pass-instruments.md),
+"""PassContext, gating and dependencies (rules 23-32 of docs/spec/pass-instruments.md),
 and the pass kinds: module, function and PrimFunc passes and their class decorators.
 
 Event sequences use the notation of tests/passlog.py.

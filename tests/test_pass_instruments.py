@@ -1,8 +1,8 @@
-"""The pass-instrument protocol, rules 1-22 of shared/spec/pass-instruments.md.
+"""The pass-instrument protocol, rules 1-22 of docs/spec/pass-instruments.md.
 
 Every test states the whole event sequence (see tests/passlog.py for the notation) and
 compares it at once. The last tests check instrument validation. The exception cells
-In[10]-In[18] of TVM's pass-instrument tutorial (shared/seeds/001_*.txt) run for real in
+In[10]-In[18] of TVM's pass-instrument tutorial (the project's seed) run for real in
 examples/pass_instrument_tutorial.py, checked by tests/test_tutorial.py.
 """
 

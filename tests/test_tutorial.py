@@ -1,5 +1,5 @@
-"""The seed tutorial (shared/seeds/001_*.txt), ported as examples/pass_instrument_tutorial.py,
-runs on ResNet-18 and prints what the seed printed."""
+"""TVM's pass-instrument tutorial (the seed of this project), ported as
+examples/pass_instrument_tutorial.py, runs on ResNet-18 and prints what the seed printed."""
 
 from __future__ import annotations
 

@@ -209,7 +209,7 @@ def _error_document(record: PluginRecord, verbose: bool) -> dict[str, str] | Non
 
 
 def plugin_document(record: PluginRecord, *, verbose: bool = False) -> dict[str, Any]:
-    """One plugin as the JSON object of shared/spec/plugins.md."""
+    """One plugin as the JSON object of docs/spec/plugins.md."""
     return {
         "name": record.name,
         "entry_point": record.entry_point,

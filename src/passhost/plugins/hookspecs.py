@@ -48,7 +48,7 @@ class RegistrationHooks:
 
 
 class InstrumentHooks:
-    """The pass-instrument protocol (``shared/spec/pass-instruments.md``) as hooks."""
+    """The pass-instrument protocol (``docs/spec/pass-instruments.md``) as hooks."""
 
     @hookspec
     def passhost_enter_pass_ctx(self) -> None:

@@ -30,7 +30,7 @@ from passhost.plugins.specs import InstrumentSpec, PassSpec, PipelineSpec
 #: Name and module of the plugin holding passhost's own registrations.
 BUILTIN_PLUGIN = ("builtin", "passhost.builtin_plugin")
 
-#: The statuses a plugin can have (see shared/spec/plugins.md).
+#: The statuses a plugin can have (see docs/spec/plugins.md).
 STATUSES = ("active", "disabled", "incompatible", "error", "invalid")
 
 _SPEC_CLASSES: dict[str, tuple[type, ...]] = {

@@ -1,7 +1,7 @@
 """The pass manager: passes, ``Sequential``, ``PassContext``, the pass registry.
 
 The API follows TVM's ``tvm.transform`` so code written for it ports line for line; the
-behaviour is the contract of ``shared/spec/pass-instruments.md``.
+behaviour is the contract of ``docs/spec/pass-instruments.md``.
 """
 
 from passhost.transform.context import IMMUTABLE_MODULE, PassContext, VetoOverruledWarning

@@ -1,6 +1,6 @@
 """``PassContext``: the scope passes run in, its instruments, and the per-thread stack.
 
-The call order and exception rules are those of ``shared/spec/pass-instruments.md``; the
+The call order and exception rules are those of ``docs/spec/pass-instruments.md``; the
 docstrings below cite the rule numbers.
 """
 
