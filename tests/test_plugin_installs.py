@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,8 @@ from typing import Any
 
 import pytest
 from packaging.specifiers import SpecifierSet
+
+from fresh_env import clean_env, copy_source
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMING_DIR = ROOT / "plugins" / "timing"
@@ -77,45 +78,13 @@ def _build_requires(pyprojects: Iterable[Path]) -> list[str]:
     return requires
 
 
-def _clean_env(extra: Mapping[str, str] | None = None, bin_dir: Path | None = None,
-               ) -> dict[str, str]:
-    """os.environ without PASSHOST_* and what could make the fresh environment import
-    another passhost, plus ``extra``."""
-    drop = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONPROFILEIMPORTTIME",
-            "VIRTUAL_ENV", "__PYVENV_LAUNCHER__")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PASSHOST_") and k not in drop}
-    env["PYTHONNOUSERSITE"] = "1"
-    if bin_dir is not None:
-        env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", "")])
-    env.update(extra or {})
-    return env
-
-
 def _pip(python: Path, *args: str, cwd: Path) -> None:
     cmd = [str(python), "-m", "pip", "--disable-pip-version-check", "--no-input", "-q", *args]
-    proc = subprocess.run(cmd, cwd=cwd, env=_clean_env(), capture_output=True, text=True,
+    proc = subprocess.run(cmd, cwd=cwd, env=clean_env(), capture_output=True, text=True,
                           timeout=SUBPROCESS_TIMEOUT)
     if proc.returncode:
         pytest.fail(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}",
                     pytrace=False)
-
-
-def _copy_source(src: Path, dst: Path, *, only_top_files_and: Sequence[str] | None = None,
-                 ) -> Path:
-    """Copy a project to ``dst`` without build leftovers, so building it writes nothing in
-    the work tree (``only_top_files_and``: copy the top-level files and these folders)."""
-    ignore = shutil.ignore_patterns("*.egg-info", "__pycache__", "build", "dist", ".*")
-    if only_top_files_and is None:
-        shutil.copytree(src, dst, ignore=ignore)
-        return dst
-    dst.mkdir(parents=True)
-    for item in src.iterdir():
-        if item.is_file() and not item.name.startswith("."):
-            shutil.copy2(item, dst / item.name)
-    for folder in only_top_files_and:
-        shutil.copytree(src / folder, dst / folder, ignore=ignore)
-    return dst
 
 
 @dataclass
@@ -149,7 +118,7 @@ class FreshVenv:
     def run(self, cmd: Sequence[str], env: Mapping[str, str] | None = None) -> Result:
         markers = Path(tempfile.mkdtemp(prefix="markers-", dir=self.work))
         extra = {"PASSHOST_TEST_MARKER_DIR": str(markers), **(env or {})}
-        proc = subprocess.run(list(cmd), cwd=self.work, env=_clean_env(extra, self.bin),
+        proc = subprocess.run(list(cmd), cwd=self.work, env=clean_env(extra, self.bin),
                               capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
         imported = {p.name for p in markers.iterdir()}
         return Result(list(cmd), proc.returncode, proc.stdout, proc.stderr, imported)
@@ -177,13 +146,13 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> FreshVenv:
     base = tmp_path_factory.mktemp("plugin-installs")
     sources = base / "sources"
     projects = [
-        _copy_source(ROOT, sources / "passhost", only_top_files_and=["src"]),
-        _copy_source(TIMING_DIR, sources / "passhost-timing"),
+        copy_source(ROOT, sources / "passhost", only_top_files_and=["src"]),
+        copy_source(TIMING_DIR, sources / "passhost-timing"),
     ]
     for ep_name in TEST_PLUGINS:
-        projects.append(_copy_source(DISTS_DIR / ep_name, sources / ep_name))
+        projects.append(copy_source(DISTS_DIR / ep_name, sources / ep_name))
     root = base / "venv"
-    proc = subprocess.run([sys.executable, "-m", "venv", str(root)], env=_clean_env(),
+    proc = subprocess.run([sys.executable, "-m", "venv", str(root)], env=clean_env(),
                           capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
     assert proc.returncode == 0, proc.stderr
     fresh = FreshVenv(root, base)
