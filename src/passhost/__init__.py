@@ -8,12 +8,19 @@ module for a target (docs/targets.md).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from passhost._version import __version__
+
+if TYPE_CHECKING:  # what the lazy attributes below are, for type checkers
+    from passhost.backend.build import build
+    from passhost.plugins.hookspecs import hookimpl
 
 __all__ = ["__version__", "build", "hookimpl"]
 
 
 def __getattr__(name: str) -> object:
+    """``hookimpl`` and ``build``, imported on first use (keeps ``import passhost`` cheap)."""
     if name == "hookimpl":
         from passhost.plugins.hookspecs import hookimpl
 

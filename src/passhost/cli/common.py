@@ -87,9 +87,12 @@ def read_module(source: str, bind_params: bool = False) -> Any:
 
         mod, params = get_model(source[len("zoo:"):])
         if bind_params:
+            from passhost.relay.expr import Function
             from passhost.relay.transform import bind_params_by_name
 
-            mod = mod.with_function("main", bind_params_by_name(mod["main"], params))
+            main = mod["main"]
+            assert isinstance(main, Function)  # a zoo model's main is a graph function
+            mod = mod.with_function("main", bind_params_by_name(main, params))
         return mod
     from passhost.text import parse_module
 

@@ -146,7 +146,8 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"latency over {len(ms)} runs: median {ms[len(ms) // 2]:.2f} ms, "
               f"min {ms[0]:.2f} ms")
     if args.output:
-        np.savez(args.output, **{f"output{i}": o for i, o in enumerate(outputs)})
+        named = {f"output{i}": o for i, o in enumerate(outputs)}
+        np.savez(args.output, **named)  # type: ignore[arg-type]  # numpy's stub: allow_pickle
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
 

@@ -30,12 +30,14 @@ def _zoo_show(args: argparse.Namespace) -> int:
 def _zoo_run(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from passhost.relay.expr import Function
     from passhost.relay.interpreter import Interpreter
     from passhost.relay.testing.op_examples import random_arrays
     from passhost.relay.testing.zoo import get_model
 
     mod, params = get_model(args.model)
     main = mod["main"]
+    assert isinstance(main, Function)  # a zoo model's main is a graph function
     data_params = [p for p in main.params if p.name_hint not in params]
     arrays = random_arrays([p.checked_type for p in data_params], seed=args.seed)
     inputs = {p.name_hint: a for p, a in zip(data_params, arrays)}

@@ -21,22 +21,41 @@ ALIAS_ATTR = "_passhost_alias_of"
 def _alias(callback: str, args: tuple[str, ...]) -> Callable[..., Any]:
     """A ``passhost_<callback>`` hook implementation that calls ``self.<callback>``; its
     parameters are named as the hookspec's (pluggy passes hook arguments by name)."""
-    if not args:
-        def hook(self: Any) -> Any:
-            return getattr(self, callback)()
-    elif args == ("mod", "info"):
-        def hook(self: Any, mod: Any, info: Any) -> Any:
-            return getattr(self, callback)(mod, info)
-    elif args == ("mod", "info", "error"):
-        def hook(self: Any, mod: Any, info: Any, error: BaseException) -> Any:
-            return getattr(self, callback)(mod, info, error)
-    else:
-        def hook(self: Any, mod: Any, info: Any, vetoed_by: tuple[str, ...]) -> Any:
-            return getattr(self, callback)(mod, info, vetoed_by)
+    hook = _FORWARDERS[args](callback)
     hook.__name__ = hook.__qualname__ = f"passhost_{callback}"
     hook.__doc__ = f"Hook implementation forwarding to ``{callback}``."
     setattr(hook, ALIAS_ATTR, callback)
     return hookimpl(hook)
+
+
+def _forward0(callback: str) -> Callable[..., Any]:
+    def hook(self: Any) -> Any:
+        return getattr(self, callback)()
+    return hook
+
+
+def _forward2(callback: str) -> Callable[..., Any]:
+    def hook(self: Any, mod: Any, info: Any) -> Any:
+        return getattr(self, callback)(mod, info)
+    return hook
+
+
+def _forward_failed(callback: str) -> Callable[..., Any]:
+    def hook(self: Any, mod: Any, info: Any, error: BaseException) -> Any:
+        return getattr(self, callback)(mod, info, error)
+    return hook
+
+
+def _forward_skipped(callback: str) -> Callable[..., Any]:
+    def hook(self: Any, mod: Any, info: Any, vetoed_by: tuple[str, ...]) -> Any:
+        return getattr(self, callback)(mod, info, vetoed_by)
+    return hook
+
+
+#: The hookspec's argument names -> a maker of the forwarding function with those names.
+_FORWARDERS: dict[tuple[str, ...], Callable[[str], Callable[..., Any]]] = {
+    (): _forward0, ("mod", "info"): _forward2, ("mod", "info", "error"): _forward_failed,
+    ("mod", "info", "vetoed_by"): _forward_skipped}
 
 
 class PassInstrument:

@@ -7,14 +7,23 @@ that every value is normalised (lists become tuples) and checked, and a bad valu
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import numpy as np
 from attrs import field, frozen
 
 from passhost.errors import AttrError
+
+if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+elif sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:  # Python 3.10: the marker only informs type checkers; at run time it changes nothing
+    def dataclass_transform(**_: Any) -> Callable[[Any], Any]:
+        return lambda function: function
 from passhost.ir.types import DTYPES
 
 
@@ -31,8 +40,13 @@ class Attrs:
         return attrs.evolve(self, **changes)
 
 
-def attrs_class(cls: type) -> type:
-    """Decorator turning a subclass of :class:`Attrs` into a frozen keyword-only attrs class."""
+_C = TypeVar("_C", bound=type)
+
+
+@dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(field,))
+def attrs_class(cls: _C) -> _C:
+    """Decorator turning a subclass of :class:`Attrs` into a frozen keyword-only attrs class
+    (typed as such: type checkers see its fields and keyword-only constructor)."""
     return frozen(kw_only=True)(cls)
 
 

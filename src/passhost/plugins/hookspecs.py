@@ -9,11 +9,23 @@ Every hook name starts with ``passhost_``. Three groups:
 - the two target hooks of the build flow, first result wins.
 """
 
+# A hookspec is a signature with no body; pluggy never calls it.
+# mypy: disable-error-code="empty-body"
+
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pluggy
+
+if TYPE_CHECKING:  # for the signatures only: the plugin layer imports no IR at run time
+    from passhost.ir.module import IRModule
+    from passhost.plugins.options import OptionSpec
+    from passhost.plugins.specs import InstrumentSpec, PassSpec, PipelineSpec
+    from passhost.runtime.module import Module
+    from passhost.target.kind import TargetKind
+    from passhost.target.target import Target
+    from passhost.transform.info import PassInfo
 
 #: The pluggy project name, also the prefix of hook names and of marker attributes.
 PROJECT = "passhost"
@@ -27,23 +39,23 @@ class RegistrationHooks:
     """Hooks a plugin implements to contribute named things to the registries."""
 
     @hookspec
-    def passhost_register_passes(self) -> list[Any]:
+    def passhost_register_passes(self) -> list[PassSpec]:
         """Return :class:`~passhost.plugins.specs.PassSpec` objects."""
 
     @hookspec
-    def passhost_register_instruments(self) -> list[Any]:
+    def passhost_register_instruments(self) -> list[InstrumentSpec]:
         """Return :class:`~passhost.plugins.specs.InstrumentSpec` objects."""
 
     @hookspec
-    def passhost_register_targets(self) -> list[Any]:
+    def passhost_register_targets(self) -> list[TargetKind]:
         """Return target kinds."""
 
     @hookspec
-    def passhost_register_config_options(self) -> list[Any]:
+    def passhost_register_config_options(self) -> list[OptionSpec]:
         """Return :class:`~passhost.plugins.options.OptionSpec` objects (PassContext config)."""
 
     @hookspec
-    def passhost_register_pipelines(self) -> list[Any]:
+    def passhost_register_pipelines(self) -> list[PipelineSpec]:
         """Return :class:`~passhost.plugins.specs.PipelineSpec` objects."""
 
 
@@ -59,23 +71,25 @@ class InstrumentHooks:
         """Called when that PassContext is exited."""
 
     @hookspec
-    def passhost_should_run(self, mod: Any, info: Any) -> bool:
+    def passhost_should_run(self, mod: IRModule, info: PassInfo) -> bool:
         """Return whether the pass described by ``info`` runs on ``mod``."""
 
     @hookspec
-    def passhost_run_before_pass(self, mod: Any, info: Any) -> None:
+    def passhost_run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
         """Called before a pass runs, with its input module."""
 
     @hookspec
-    def passhost_run_after_pass(self, mod: Any, info: Any) -> None:
+    def passhost_run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
         """Called after a pass ran, with the module it returned."""
 
     @hookspec
-    def passhost_run_after_pass_failed(self, mod: Any, info: Any, error: BaseException) -> None:
+    def passhost_run_after_pass_failed(self, mod: IRModule, info: PassInfo,
+                                       error: BaseException) -> None:
         """Called, instead of run_after_pass, when the pass body raised ``error``."""
 
     @hookspec
-    def passhost_run_skipped(self, mod: Any, info: Any, vetoed_by: tuple[str, ...]) -> None:
+    def passhost_run_skipped(self, mod: IRModule, info: PassInfo,
+                             vetoed_by: tuple[str, ...]) -> None:
         """Called when ``should_run`` skipped the pass; ``vetoed_by`` names the instruments
         that answered false, in list order. Optional: instruments without it see no change."""
 
@@ -84,11 +98,11 @@ class TargetHooks:
     """The two points of the build flow where a target customises lowering."""
 
     @hookspec(firstresult=True)
-    def passhost_relay_to_tir(self, target: Any, mod: Any) -> Any:
+    def passhost_relay_to_tir(self, target: Target, mod: IRModule) -> IRModule | None:
         """Lower the graph functions tagged for ``target`` to PrimFuncs; None if not mine."""
 
     @hookspec(firstresult=True)
-    def passhost_tir_to_runtime(self, target: Any, mod: Any) -> Any:
+    def passhost_tir_to_runtime(self, target: Target, mod: IRModule) -> Module | None:
         """Turn the PrimFuncs of ``target`` into a runtime module; None if not mine."""
 
 

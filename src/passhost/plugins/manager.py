@@ -177,7 +177,8 @@ class PluginHost:
                 continue
             for impl in caller.get_hookimpls():
                 if impl.plugin is plugin:
-                    specs = list(impl.function() or ())
+                    returned: Any = impl.function()
+                    specs = list(returned or ())
                     self._trace(f"{name}: {caller.name}() -> "
                                 f"[{', '.join(repr(getattr(s, 'name', s)) for s in specs)}]")
                     _check_specs(name, caller.name, attr, specs)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # (not in typeshed)
 from types import MappingProxyType
 from typing import Any, Literal, overload
 
@@ -129,7 +129,7 @@ class _Scanner:
         if not is_target_name(name):
             raise self.error(f"expected a target kind or tag name, found {self.found(start)}",
                              start)
-        options = []
+        options: list[_Option] = []
         while True:
             self.run(str.isspace)
             if self.peek() in ("", ","):

@@ -14,12 +14,12 @@ def pass_names(value: Iterable[str] | str | None) -> tuple[str, ...]:
     return names(value, "pass name")
 
 
-def _check_opt_level(_info: object, _attr: object, value: object) -> None:
+def _check_opt_level(_info: object, _attr: object, value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise TypeError(f"opt_level is an int >= 0, found {value!r}")
 
 
-def _check_name(_info: object, _attr: object, value: object) -> None:
+def _check_name(_info: object, _attr: object, value: str) -> None:
     if not isinstance(value, str) or not value:
         raise TypeError(f"a pass name is a non-empty str, found {value!r}")
 

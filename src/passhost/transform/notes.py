@@ -18,7 +18,7 @@ def _add_extensible(error: BaseException, note: str) -> None:
     """Add ``note`` and remember where it is, so enclosing passes can extend it."""
     add_note(error, note)
     with contextlib.suppress(AttributeError):  # exception types without attribute storage
-        setattr(error, _STATE_ATTR, len(error.__notes__) - 1)
+        setattr(error, _STATE_ATTR, len(getattr(error, "__notes__", ())) - 1)
 
 
 def _extend(error: BaseException, first: str, suffix: str) -> None:

@@ -32,6 +32,7 @@ class Pass:
 
     __slots__ = ("_origin", "info")
     info: PassInfo
+    _origin: tuple[str, tuple[tuple[str, str], ...]]
 
     def __call__(self, mod: IRModule) -> IRModule:
         if type(mod) is not IRModule and not isinstance(mod, IRModule):
@@ -100,7 +101,7 @@ class _PerFunctionPass(Pass):
         return isinstance(func, self._kind)
 
     def _body(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        changed = {}
+        changed: dict[Any, Any] = {}
         for gvar, func in mod.functions.items():
             if not self._selects(func):
                 continue
@@ -138,7 +139,7 @@ class FunctionPass(_PerFunctionPass):
     def _selects(self, func: BaseFunc) -> bool:
         if not isinstance(func, self._kind):
             return False
-        attrs = func.attrs
+        attrs = func.attrs  # type: ignore[attr-defined]  # a graph Function (checked above)
         return not (attrs.get("Compiler") or attrs.get("SkipOptimization"))
 
 
@@ -218,7 +219,7 @@ def _pass_class(kind: type, cls: type, method: str, info: PassInfo) -> type:
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         inner = cls(*args, **kwargs)
         object.__setattr__(self, "_inner", inner)
-        kind.__init__(self, getattr(inner, method), info)
+        kind.__init__(self, getattr(inner, method), info)  # type: ignore[misc]
 
     def __getattr__(self: Any, attr: str) -> Any:
         if attr == "_inner":
@@ -235,8 +236,8 @@ def _decorator(kind: type, method: str, pass_arg: Any, opt_level: int, name: str
                required: Iterable[str] | str | None, traceable: bool,
                always: bool) -> Any:
     def create(target: Any) -> Any:
-        info = PassInfo(opt_level, name or getattr(target, "__name__", ""), required, traceable,
-                        always_run=always)
+        info = PassInfo(opt_level, name or str(getattr(target, "__name__", "")), required,
+                        traceable, always_run=always)
         if isinstance(target, type):
             return _pass_class(kind, target, method, info)
         if callable(target):

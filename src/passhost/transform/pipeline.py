@@ -69,7 +69,7 @@ def needs_quotes(value: str) -> bool:
 
 # -- the data model -------------------------------------------------------------------------
 
-def _check_pass_name(_element: object, _attr: object, value: object) -> None:
+def _check_pass_name(_element: object, _attr: object, value: str) -> None:
     if not is_name(value):  # type: ignore[arg-type]
         raise ValueError(f"a pipeline element name matches [A-Za-z_][A-Za-z0-9_.-]*, "
                          f"found {value!r}")
@@ -123,11 +123,16 @@ class PassElement:
         return _format_pass(self)
 
 
+def _elements(value: Iterable[PassElement | SequentialElement]
+              ) -> tuple[PassElement | SequentialElement, ...]:
+    return tuple(value)
+
+
 @frozen
 class SequentialElement:
     """``sequential{...}``: a nested pipeline, built as a nested Sequential."""
 
-    children: tuple[Element, ...] = field(default=(), converter=tuple,
+    children: tuple[Element, ...] = field(default=(), converter=_elements,
                                           validator=_check_elements)
     line: int = field(default=0, eq=False, repr=False, kw_only=True)
     column: int = field(default=0, eq=False, repr=False, kw_only=True)
@@ -143,7 +148,7 @@ Element = PassElement | SequentialElement
 class Pipeline:
     """A parsed pipeline: its top-level elements. ``str()`` gives the canonical text."""
 
-    elements: tuple[Element, ...] = field(default=(), converter=tuple,
+    elements: tuple[Element, ...] = field(default=(), converter=_elements,
                                           validator=_check_elements)
 
     def __str__(self) -> str:

@@ -60,8 +60,9 @@ def pass_spec(factory: Callable[..., Pass] | Pass, summary: str = "",
             return instance
 
         return PassSpec(info.name, create, info.opt_level, info.required, summary)
-    info = getattr(factory, "pass_info", None)
-    if info is None:
+    declared = getattr(factory, "pass_info", None)
+    if declared is None:
         raise TypeError(f"pass_spec needs a Pass or a pass class with pass_info, found "
                         f"{factory!r}; build a PassSpec directly for other factories")
-    return PassSpec(info.name, factory, info.opt_level, info.required, summary, options)
+    return PassSpec(declared.name, factory, declared.opt_level, declared.required, summary,
+                    options)
