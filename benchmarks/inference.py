@@ -35,7 +35,7 @@ from runtimes import passhost_executor
 from timing import median_ms
 
 from passhost.relay.interpreter import Interpreter
-from passhost.relay.testing.zoo import get_model
+from passhost.workloads.zoo import get_model
 
 #: The parts of the benchmark, in the order they run.
 PARTS = ("race", "zoo", "compile")

@@ -30,8 +30,8 @@ from passhost.ir.module import IRModule
 from passhost.relay import transform as T
 from passhost.relay.dataflow_pattern import is_constant, is_op, wildcard
 from passhost.relay.testing.synthetic import graph_of_size
-from passhost.relay.testing.zoo import get_model
 from passhost.transform import PassContext, Sequential
+from passhost.workloads.zoo import get_model
 
 #: Peers' ResNet-18 figures (ms), benchmarks/README.md: the seed's Relay (InferType,
 #: FoldScaleAxis) and TVM 0.27 on the imported model (the others).

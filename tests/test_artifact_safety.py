@@ -32,13 +32,13 @@ from passhost.backend.prim_func_check import PrimFuncCheckError, check_prim_func
 from passhost.cli import main
 from passhost.ir.module import IRModule
 from passhost.relay.interpreter import evaluate
-from passhost.relay.testing.zoo import get_model
 from passhost.runtime import ArtifactError, load_artifact
 from passhost.runtime.plan import ExecutorPlan, PlanError, Step, TensorEntry
 from passhost.runtime.plan_check import check_plan_calls
 from passhost.testing import registered, use_host
 from passhost.tir import PrimFunc, Var, decl_buffer
 from passhost.transform import PassContext
+from passhost.workloads.zoo import get_model
 
 X = np.random.default_rng(7).standard_normal((1, 1, 28, 28)).astype("float32")
 

@@ -17,9 +17,9 @@ from passhost.ir.module import IRModule
 from passhost.relay import var
 from passhost.relay.expr import Function
 from passhost.relay.interpreter import evaluate
-from passhost.relay.testing.zoo import get_model
 from passhost.tir import PrimFunc
 from passhost.transform import PassContext
+from passhost.workloads.zoo import get_model
 from passhost_timing import PassTimingInstrument
 from toy_targets import RefHostPlugin, ToyPlugin
 

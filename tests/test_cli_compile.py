@@ -10,7 +10,7 @@ import pytest
 
 from passhost.cli import main
 from passhost.relay.interpreter import evaluate
-from passhost.relay.testing.zoo import get_model
+from passhost.workloads.zoo import get_model
 from passhost_timing import plugin as timing_plugin
 from toy_targets import RefHostPlugin, ToyPlugin
 

@@ -16,7 +16,6 @@ from passhost.ir.structural import structural_equal
 from passhost.relay.expr import Call, Function, Tuple, const, var
 from passhost.relay.interpreter import evaluate
 from passhost.relay.op import nn, qnn
-from passhost.relay.testing.zoo import get_model
 from passhost.relay.transform import (
     CanonicalizeOps,
     ConvertLayout,
@@ -29,6 +28,7 @@ from passhost.text import parse_module
 from passhost.transform.context import PassContext
 from passhost.transform.pipeline import build_pipeline
 from passhost.transform.registry import get_pass
+from passhost.workloads.zoo import get_model
 
 NHWC = {"nn.conv2d": ["NHWC", "HWIO"]}
 NHWC_POOLS = {"nn.conv2d": ["NHWC", "default"], "nn.max_pool2d": ["NHWC"]}

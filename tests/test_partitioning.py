@@ -19,12 +19,12 @@ from passhost.relay.dataflow_pattern import (
     wildcard,
 )
 from passhost.relay.op.annotation import compiler_begin, compiler_end
-from passhost.relay.testing.zoo import get_model
 from passhost.relay.transform.annotate_target import register_op_support
 from passhost.relay.transform.partition_graph import PartitionError
 from passhost.transform import PassContext, Sequential
 from passhost.transform.pipeline import build_pipeline
 from passhost.transform.registry import get_pass
+from passhost.workloads.zoo import get_model
 
 # -- patterns and helpers ------------------------------------------------------------------------
 

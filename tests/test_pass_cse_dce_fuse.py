@@ -15,12 +15,12 @@ from passhost.ir.structural import structural_equal
 from passhost.relay.expr import Call, Constant, Function, TupleGetItem, Var
 from passhost.relay.interpreter import evaluate
 from passhost.relay.testing.synthetic import build_graph, graph_of_size
-from passhost.relay.testing.zoo import get_model
 from passhost.relay.transform import DeadCodeElimination, EliminateCommonSubexpr, FuseOps
 from passhost.relay.visitor import ExprMutator, post_order
 from passhost.transform import PassContext
 from passhost.transform.pipeline import build_pipeline
 from passhost.transform.registry import get_pass
+from passhost.workloads.zoo import get_model
 
 HEADER = '#[version = "passhost.text/1"]\n'
 T8 = "Tensor[(8), float32]"

@@ -23,7 +23,6 @@ from passhost.ir.module import IRModule
 from passhost.ir.structural import structural_equal
 from passhost.plugins.manager import get_host
 from passhost.relay.op.registry import Op
-from passhost.relay.testing.zoo import get_model
 from passhost.relay.transform import (
     CanonicalizeOps,
     ConvertLayout,
@@ -35,6 +34,7 @@ from passhost.relay.transform import (
 from passhost.relay.transform.bind import AmbiguousParamError
 from passhost.text import parse_module
 from passhost.transform import PassContext, Sequential
+from passhost.workloads.zoo import get_model
 
 IMMUTABLE = {"testing.immutable_module": True}
 

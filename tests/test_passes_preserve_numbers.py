@@ -21,8 +21,8 @@ from passhost.ir.module import IRModule
 from passhost.relay import transform as T
 from passhost.relay.dataflow_pattern import is_constant, is_op, wildcard
 from passhost.relay.testing.synthetic import BLOCKS, build_graph
-from passhost.relay.testing.zoo import get_model
 from passhost.transform import PassContext, Sequential
+from passhost.workloads.zoo import get_model
 
 CONV_BIAS = [("demo.conv2d_bias", is_op("nn.bias_add")(is_op("nn.conv2d")(wildcard(),
                                                                          is_constant()),

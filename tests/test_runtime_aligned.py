@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from passhost.backend import build
-from passhost.relay.testing.zoo import get_model
 from passhost.runtime.aligned import CACHE_LINE, aligned_full
 from passhost.transform import PassContext
+from passhost.workloads.zoo import get_model
 
 DTYPES = ["float32", "float64", "int8", "uint8", "int32", "int64", "bool"]
 

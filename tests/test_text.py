@@ -117,7 +117,7 @@ def test_module_attributes_and_function_attributes_round_trip():
 
 
 def test_zoo_models_round_trip():
-    from passhost.relay.testing.zoo import get_model, list_models
+    from passhost.workloads.zoo import get_model, list_models
 
     for name, _ in list_models():
         mod, _params = get_model(name)

@@ -9,9 +9,9 @@ import pytest
 
 import passhost
 from passhost.relay.interpreter import evaluate
-from passhost.relay.testing.zoo import get_model, list_models
 from passhost.runtime import load_artifact
 from passhost.transform import PassContext
+from passhost.workloads.zoo import get_model, list_models
 
 
 def _inputs(mod, params, seed=0):

@@ -25,7 +25,7 @@ import numpy as np
 
 import passhost
 from passhost.relay.interpreter import evaluate
-from passhost.relay.testing.zoo import get_model
+from passhost.workloads.zoo import get_model
 from passhost.transform import PassContext
 
 warnings.simplefilter("error")  # a kernel or loop unit that fails to build is an error

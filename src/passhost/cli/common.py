@@ -83,7 +83,7 @@ def read_module(source: str, bind_params: bool = False) -> Any:
     """The module ``source`` names: ``zoo:MODEL``, a file in the IR text format, or ``-``
     for standard input. ``bind_params`` binds a zoo model's weights as constants."""
     if source.startswith("zoo:"):
-        from passhost.relay.testing.zoo import get_model
+        from passhost.workloads.zoo import get_model
 
         mod, params = get_model(source[len("zoo:"):])
         if bind_params:
@@ -105,7 +105,7 @@ def read_model(source: str) -> tuple[Any, dict[str, Any]]:
     """(module, params) of MODEL: a zoo name (``resnet18``, ``zoo:resnet-18``), an ONNX
     file (``.onnx``), a TFLite file (``.tflite``), a file in the IR text format (its weights
     are constants inside it) or ``-`` (standard input)."""
-    from passhost.relay.testing.zoo import get_model
+    from passhost.workloads.zoo import get_model
 
     name = source[len("zoo:"):] if source.startswith("zoo:") else source
     looks_like_path = source == "-" or os.sep in source or "." in os.path.basename(source)

@@ -115,9 +115,9 @@ def run_command(args: argparse.Namespace) -> int:
     import numpy as np
 
     from passhost.ir.types import TensorType
-    from passhost.relay.testing.op_examples import random_arrays
     from passhost.runtime import load_artifact
     from passhost.runtime.artifact import restore_dtype
+    from passhost.workloads.inputs import random_arrays
 
     if args.output:
         writable_file(args.output, "output")

@@ -12,7 +12,7 @@ __all__ = ["add_commands"]
 
 
 def _zoo_list(_args: argparse.Namespace) -> int:
-    from passhost.relay.testing.zoo import list_models
+    from passhost.workloads.zoo import list_models
 
     for name, desc in list_models():
         print(f"{name:<14} {desc}")
@@ -20,7 +20,7 @@ def _zoo_list(_args: argparse.Namespace) -> int:
 
 
 def _zoo_show(args: argparse.Namespace) -> int:
-    from passhost.relay.testing.zoo import get_model
+    from passhost.workloads.zoo import get_model
 
     mod, _params = get_model(args.model)
     print(mod.astext(show_meta_data=False))
@@ -32,8 +32,8 @@ def _zoo_run(args: argparse.Namespace) -> int:
 
     from passhost.relay.expr import Function
     from passhost.relay.interpreter import Interpreter
-    from passhost.relay.testing.op_examples import random_arrays
-    from passhost.relay.testing.zoo import get_model
+    from passhost.workloads.inputs import random_arrays
+    from passhost.workloads.zoo import get_model
 
     mod, params = get_model(args.model)
     main = mod["main"]

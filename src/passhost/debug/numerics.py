@@ -15,7 +15,7 @@ from passhost.errors import PasshostError
 from passhost.ir.module import IRModule
 from passhost.relay.expr import Function
 from passhost.relay.interpreter import Interpreter
-from passhost.relay.testing.op_examples import random_arrays
+from passhost.workloads.inputs import random_arrays
 
 __all__ = ["NumericsError", "compare_outputs", "fixed_inputs", "flatten_outputs",
            "run_reference"]
