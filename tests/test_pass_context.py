@@ -408,10 +408,11 @@ def _module_with_functions():
     return IRModule({"main": f, "helper": g,
                      "external": f.with_attr("Compiler", "ccompiler"),
                      "skipped": g.with_attr("SkipOptimization", True),
+                     "fused": g.with_attr("Primitive", 1),
                      "kernel": prim, "kernel2": prim.with_attr("global_symbol", "k2")})
 
 
-def test_function_pass_visits_each_graph_function_except_external_ones():
+def test_function_pass_visits_the_graph_functions_the_graph_passes_rewrite():
     m = _module_with_functions()
     names = {id(f): name for name, f in m.items()}
     visited = []

@@ -127,8 +127,9 @@ def _prim_func() -> type:
 
 
 class FunctionPass(_PerFunctionPass):
-    """A pass applied to each graph function of the module, except functions marked
-    ``Compiler`` (owned by an external target) or ``SkipOptimization``."""
+    """A pass applied to each graph function of the module that the graph passes rewrite
+    (``passhost.relay.transform.common.optimisable``: not marked ``Compiler``, owned by an
+    external target, nor ``SkipOptimization``, nor already ``Primitive``)."""
 
     __slots__ = ()
 
@@ -137,10 +138,9 @@ class FunctionPass(_PerFunctionPass):
         self._kind = _relay_function()
 
     def _selects(self, func: BaseFunc) -> bool:
-        if not isinstance(func, self._kind):
-            return False
-        attrs = func.attrs  # type: ignore[attr-defined]  # a graph Function (checked above)
-        return not (attrs.get("Compiler") or attrs.get("SkipOptimization"))
+        from passhost.relay.transform.common import optimisable
+
+        return optimisable(func)
 
 
 class PrimFuncPass(_PerFunctionPass):
