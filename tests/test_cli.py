@@ -99,6 +99,13 @@ class Fail:
         raise PasshostError("the pass gave up")
 
 
+class _Counter:
+    """An instrument taking the option ``n``."""
+
+    def __init__(self, n: int = 0) -> None:
+        self.n = n
+
+
 class Tools:
     """A plugin providing one of each kind (but targets)."""
 
@@ -110,7 +117,7 @@ class Tools:
     @hookimpl
     def passhost_register_instruments(self):
         return [InstrumentSpec("dup", object, "a duplicate"),
-                InstrumentSpec("counter", object, "counts", options=[OptionSpec("n", int)])]
+                InstrumentSpec("counter", _Counter, "counts", options=[OptionSpec("n", int)])]
 
     @hookimpl
     def passhost_register_config_options(self):

@@ -142,6 +142,12 @@ class _BadArgs:
         return True
 
 
+class _UnusableOption:
+    @hookimpl
+    def passhost_register_instruments(self):
+        return [InstrumentSpec("counter", object, options=[OptionSpec("n", INT, 0)])]
+
+
 class _Unmarked:
     @hookimpl
     def passhost_register_instruments(self):
@@ -156,10 +162,14 @@ class _Unmarked:
 
 
 @pytest.mark.parametrize(("plugin", "message"), [
-    (_BadSpec(), "returned 'not a spec', expected PassSpec"),
+    (_BadSpec(), "plugin 'bad': passhost_register_passes: returned str 'not a spec', "
+                 "expected PassSpec"),
     (_UnknownHook(), "plugin 'bad' is invalid: passhost_register_pases is not a passhost "
                      "hook; did you mean 'passhost_register_passes'"),
     (_BadArgs(), "plugin 'bad' is invalid"),
+    (_UnusableOption(), r"plugin 'bad': passhost_register_instruments: instrument 'counter': "
+                        r"option 'n' is declared but the factory object\(\) has no such "
+                        r"keyword argument"),
     (_Unmarked(), "plugin 'bad' is invalid: passhost_register_passes is not marked with "
                   "@passhost.hookimpl, so the host ignores it; passhost_register_pipeline is "
                   "not marked with @passhost.hookimpl, so the host ignores it; did you mean "

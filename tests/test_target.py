@@ -447,8 +447,8 @@ def test_a_registered_object_that_is_not_a_kind(plugin_host, register_plugin):
         def passhost_register_targets(self):
             return [Odd()]
 
-    with pytest.raises(PluginError, match=r"plugin 'odd-plugin': passhost_register_targets "
-                                          r"returned .*Odd.*, expected TargetKind"):
+    with pytest.raises(PluginError, match=r"plugin 'odd-plugin': passhost_register_targets: "
+                                          r"returned Odd .*, expected TargetKind"):
         register_plugin(OddPlugin(), "odd-plugin")
     with pytest.raises(UnknownNameError):
         Target("odd")

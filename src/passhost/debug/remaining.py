@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from passhost.plugins.names import is_name
 from passhost.transform.notes import failure_positions
 from passhost.transform.passes import Pass
 from passhost.transform.pipeline import (
@@ -18,7 +19,6 @@ from passhost.transform.pipeline import (
     Pipeline,
     SequentialElement,
     format_pipeline,
-    is_name,
     parse_pipeline,
     pass_to_element,
 )

@@ -15,7 +15,6 @@ import pytest.
 from __future__ import annotations
 
 import ast
-import inspect
 import subprocess
 import sys
 import types
@@ -34,9 +33,8 @@ from passhost.plugins.hookspecs import (
     REGISTRATION_HOOKS,
 )
 from passhost.plugins.manager import BUILTIN_PLUGIN, PluginHost, PluginRecord, get_host, set_host
-from passhost.plugins.options import OptionSpec
 from passhost.plugins.registry import Registries
-from passhost.plugins.specs import InstrumentSpec, PassSpec, PipelineSpec
+from passhost.plugins.spec_checks import expected_spec, spec_problems
 
 __all__ = [
     "PluginCheckError", "check_plugin", "fresh_host", "imported_modules", "plugin_name",
@@ -123,24 +121,10 @@ class PluginCheckError(PluginError):
                          f"({count} problem{'s' if count != 1 else ''}):{lines}")
 
 
-#: What each registration hook must return, by registry attribute.
-_SPEC_TYPES: dict[str, type | None] = {
-    "passes": PassSpec,
-    "instruments": InstrumentSpec,
-    "config_options": OptionSpec,
-    "pipelines": PipelineSpec,
-    "targets": None,  # target kinds: checked by the plugin host (TargetKind)
-}
-_HOOK_OF_SPEC = {cls: hook for hook, attr in REGISTRATION_HOOKS.items()
-                 if (cls := _SPEC_TYPES[attr]) is not None}
 _INSTRUMENT_HOOKS = frozenset(f"passhost_{callback}" for callback in INSTRUMENT_CALLBACKS)
 _KIND = Registries.KINDS
 #: Passes and named pipelines share one namespace: a pipeline element names either.
 _SHARED_NAMESPACE = ("passes", "pipelines")
-#: The element name a textual pipeline reserves for a nested Sequential.
-_SEQUENTIAL = "sequential"
-
-
 class _OneHookManager(pluggy.PluginManager):
     """A manager with every passhost hookspec that sees only one attribute of a plugin, so
     that each hook implementation is validated on its own and every problem is reported."""
@@ -260,148 +244,14 @@ def _collect_specs(registration: Mapping[str, list[Callable[[], Any]]],
             if isinstance(returned, (str, bytes, Mapping)) or not isinstance(returned,
                                                                            Iterable):
                 problems.append(f"{hook} returned {type(returned).__name__} {returned!r}, "
-                                f"expected a list of {_expected(attr)}")
+                                f"expected a list of {expected_spec(attr)}")
                 continue
             for spec in returned:
-                found = _spec_problems(attr, spec)
+                found = spec_problems(attr, spec)
                 problems.extend(f"{hook}: {problem}" for problem in found)
                 if not found:
                     specs[attr].append(spec)
     return specs
-
-
-def _expected(attr: str) -> str:
-    cls = _SPEC_TYPES[attr]
-    return "target kinds" if cls is None else cls.__name__
-
-
-def _spec_problems(attr: str, spec: Any) -> list[str]:
-    """What is wrong with one spec returned by the registration hook of ``attr``."""
-    cls = _SPEC_TYPES[attr]
-    if cls is not None and not isinstance(spec, cls):
-        hint = ""
-        belongs = _HOOK_OF_SPEC.get(type(spec))
-        if belongs is not None:
-            hint = f" ({type(spec).__name__} objects are returned by {belongs})"
-        return [f"returned {type(spec).__name__} {spec!r}, expected {cls.__name__}{hint}"]
-    kind = _KIND[attr]
-    name = getattr(spec, "name", None)
-    if cls is None:
-        from passhost.target.kind import TargetKind
-
-        if not isinstance(spec, TargetKind):
-            return [f"returned {type(spec).__name__} {spec!r}, expected TargetKind"]
-        return []
-    what = f"{kind} {name!r}"
-    found = _name_problems(kind, name, what)
-    if attr == "config_options":
-        return found or _option_problems(spec, what)
-    summary = getattr(spec, "summary", "")
-    if not isinstance(summary, str):
-        found.append(f"{what}: summary is a str, found {summary!r}")
-    if attr == "pipelines":
-        found.extend(_pipeline_problems(spec, what))
-        return found
-    if not callable(spec.factory):
-        found.append(f"{what}: factory {spec.factory!r} is not callable")
-    if attr == "passes":
-        found.extend(_pass_problems(spec, what))
-    found.extend(_options_problems(spec, what))
-    return found
-
-
-def _name_problems(kind: str, name: Any, what: str) -> list[str]:
-    from passhost.transform.pipeline import is_name
-
-    if not isinstance(name, str) or not name:
-        return [f"{kind} name {name!r}: a name is a non-empty str"]
-    if not is_name(name):
-        return [f"{what}: a name matches [A-Za-z_][A-Za-z0-9_.-]* (so that it can be "
-                f"written in a pipeline and on the command line)"]
-    if kind in ("pass", "pipeline") and name == _SEQUENTIAL:
-        return [f"{what}: {_SEQUENTIAL!r} is reserved for nested pipelines"]
-    return []
-
-
-def _pass_problems(spec: PassSpec, what: str) -> list[str]:
-    found = []
-    level = spec.opt_level
-    if isinstance(level, bool) or not isinstance(level, int) or level < 0:
-        found.append(f"{what}: opt_level is an int >= 0, found {level!r}")
-    for required in spec.required:
-        if not isinstance(required, str) or not required:
-            found.append(f"{what}: required holds pass names, found {required!r}")
-    return found
-
-
-def _pipeline_problems(spec: PipelineSpec, what: str) -> list[str]:
-    from passhost.errors import ParseError
-    from passhost.transform.pipeline import parse_pipeline
-
-    if not isinstance(spec.text, str):
-        return [f"{what}: text is a str, found {spec.text!r}"]
-    try:
-        parse_pipeline(spec.text, source_name=f"<pipeline {spec.name}>")
-    except ParseError as err:
-        return [f"{what}: {err}"]
-    return []
-
-
-def _options_problems(spec: PassSpec | InstrumentSpec, what: str) -> list[str]:
-    """The options of a pass or instrument: well-formed, distinct, accepted by the
-    factory as keyword arguments."""
-    found: list[str] = []
-    seen: set[str] = set()
-    for option in spec.options:
-        if not isinstance(option, OptionSpec):
-            found.append(f"{what}: options hold OptionSpec, found {option!r}")
-            continue
-        found.extend(_option_problems(option, f"{what}: option {option.name!r}"))
-        if option.name in seen:
-            found.append(f"{what}: option {option.name!r} is declared twice")
-        seen.add(option.name)
-    if callable(spec.factory):
-        found.extend(f"{what}: {problem}" for problem in _keyword_problems(spec.factory, seen))
-    return found
-
-
-def _option_problems(option: OptionSpec, what: str) -> list[str]:
-    from passhost.transform.pipeline import is_name
-
-    if not isinstance(option.name, str) or not is_name(option.name):
-        return [f"{what}: an option name matches [A-Za-z_][A-Za-z0-9_.-]*"]
-    found = []
-    if option.default is not None:
-        try:
-            option.type.check(option.default)
-        except (TypeError, ValueError):
-            found.append(f"{what}: the default {option.default!r} does not fit the "
-                         f"option's type ({option.type.name})")
-    if not isinstance(option.summary, str):
-        found.append(f"{what}: summary is a str, found {option.summary!r}")
-    return found
-
-
-def _keyword_problems(factory: Callable[..., Any], names: set[str]) -> list[str]:
-    """The declared options ``factory`` cannot take as keyword arguments."""
-    try:
-        signature = inspect.signature(factory)
-    except (TypeError, ValueError):  # no signature to inspect: trust the factory
-        return []
-    params = signature.parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return []
-    keyword = {inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY}
-    found = [f"option {option!r} is declared but the factory {factory.__qualname__}"
-             f"{signature} has no such keyword argument"
-             for option in sorted(names) if option not in params
-             or params[option].kind not in keyword]
-    required = [p.name for p in params.values() if p.kind in keyword
-                and p.default is inspect.Parameter.empty and p.name not in names]
-    if required:
-        found.append(f"the factory {factory.__qualname__}{signature} requires "
-                     f"{', '.join(required)}, which no declared option provides")
-    return found
 
 
 def _check_names(specs: Mapping[str, list[Any]], builtin: Registries,

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import bisect
 import json
-import string
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -38,27 +37,18 @@ from passhost.errors import (
     close_matches,
 )
 from passhost.plugins.manager import get_host
+from passhost.plugins.names import NAME_CHARS, NAME_START, SEQUENTIAL, is_name
 from passhost.transform.passes import Pass, Sequential
 from passhost.transform.registry import get_pass, pass_origin
 
-#: The element name whose body is a nested pipeline rather than options.
-SEQUENTIAL = "sequential"
 #: The source name in the errors about a pipeline given as text.
 SOURCE_NAME = "<pipeline>"
 
-_NAME_START = frozenset(string.ascii_letters + "_")
-_NAME_CHARS = _NAME_START | frozenset(string.digits + ".-")
 _DELIMITERS = frozenset(',{}="')
 
 
 def _is_bare(char: str) -> bool:
     return char not in _DELIMITERS and not char.isspace()
-
-
-def is_name(text: str) -> bool:
-    """Whether ``text`` is a NAME of the grammar (pass, pipeline and option names)."""
-    return (isinstance(text, str) and bool(text) and text[0] in _NAME_START
-            and all(c in _NAME_CHARS for c in text))
 
 
 def needs_quotes(value: str) -> bool:
@@ -238,10 +228,10 @@ class _Parser:
 
     def name(self) -> str | None:
         text, start, end = self.text, self.pos, self.end
-        if start >= end or text[start] not in _NAME_START:
+        if start >= end or text[start] not in NAME_START:
             return None
         pos = start + 1
-        while pos < end and text[pos] in _NAME_CHARS:
+        while pos < end and text[pos] in NAME_CHARS:
             pos += 1
         self.pos = pos
         return text[start:pos]
