@@ -23,6 +23,7 @@ from passhost.plugins.options import (
     STR_LIST_MAP,
     OptionSpec,
     OptionType,
+    int_range,
     option_type,
 )
 from passhost.plugins.registry import Entry, Registries, Registry
@@ -33,5 +34,5 @@ __all__ = [
     "LoadSettings", "PluginFailure", "create_host", "STR", "STR_LIST", "STR_LIST_MAP",
     "Entry", "InstrumentSpec", "OptionSpec", "OptionType", "PassSpec", "PipelineSpec",
     "PluginHost", "PluginRecord", "Registries", "Registry", "get_host", "hookimpl",
-    "hookspec", "lazy_factory", "option_type", "set_host",
+    "hookspec", "int_range", "lazy_factory", "option_type", "set_host",
 ]

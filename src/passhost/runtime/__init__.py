@@ -1,5 +1,6 @@
 """The runtime: the Module protocol, the executor, compiled models and artifacts."""
 
+from passhost.runtime.aligned import aligned_full
 from passhost.runtime.artifact import ArtifactError, load_artifact, save_artifact
 from passhost.runtime.compiled import CompiledModule
 from passhost.runtime.executor import Executor, ExecutorError
@@ -15,7 +16,7 @@ from passhost.runtime.plan import ExecutorPlan, PlanError, Step, TensorEntry
 __all__ = [
     "ArtifactError", "CompiledModule", "Executor", "ExecutorError", "ExecutorPlan",
     "FunctionModule", "Module", "NativeRunner", "NativeStep", "PlanError", "Step",
-    "TensorEntry", "find_function", "load", "load_artifact", "save_artifact",
+    "TensorEntry", "aligned_full", "find_function", "load", "load_artifact", "save_artifact",
 ]
 
 #: ``passhost.runtime.load(path)``: the compiled model in an artifact file.

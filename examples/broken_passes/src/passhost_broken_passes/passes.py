@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from passhost.errors import PasshostError
-from passhost.ir.module import IRModule
+from passhost.ir import IRModule
 from passhost.relay import Call, Constant, ExprMutator, Function, post_order
 from passhost.transform import PassContext, module_pass
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from passhost.ir.module import IRModule
+from passhost.ir import IRModule
 from passhost.runtime import FunctionModule
 from passhost_cmsis_nn.emit_c import emit_c
 from passhost_cmsis_nn.features import features_of

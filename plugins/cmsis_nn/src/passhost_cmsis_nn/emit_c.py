@@ -28,9 +28,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from passhost.backend.c import CCodegenError, ExternArgs, ExternCall, ExternPrinter, print_unit
-from passhost.backend.c.dtypes import storage_type
-from passhost.ir.module import IRModule
+from passhost.backend.c import (
+    CCodegenError,
+    ExternArgs,
+    ExternCall,
+    ExternPrinter,
+    print_unit,
+    storage_type,
+)
+from passhost.ir import IRModule
 from passhost.tir import Call
 from passhost_cmsis_nn.calls import is_null, layout_of, read_call, read_prim_func
 from passhost_cmsis_nn.lowering import CONTEXT_SCOPE

@@ -24,10 +24,9 @@ from typing import Any
 import numpy as np
 
 from passhost.errors import PasshostError
-from passhost.ir.module import IRModule
+from passhost.ir import IRModule
+from passhost.relay.op import AvgPool2DAttrs, Conv2DAttrs, DenseAttrs, MaxPool2DAttrs, get_op
 from passhost.relay.op import fixed_point as fp
-from passhost.relay.op.nn import AvgPool2DAttrs, Conv2DAttrs, DenseAttrs, MaxPool2DAttrs
-from passhost.relay.op.registry import get_op
 from passhost_cmsis_nn import buffer_size
 from passhost_cmsis_nn.calls import LoweredCall, is_null, read_prim_func
 from passhost_cmsis_nn.features import Features

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 from attrs import field, frozen
 
-from passhost.ir.types import TensorType
-from passhost.relay.expr import Call, Constant, Expr
+from passhost.ir import TensorType
+from passhost.relay import Call, Constant, Expr
+from passhost.relay.op import Op
 from passhost.relay.op import fixed_point as fp
-from passhost.relay.op.registry import Op
 from passhost_cmsis_nn import buffer_size
 from passhost_cmsis_nn.calls import NULL
 from passhost_cmsis_nn.features import Features

@@ -20,11 +20,9 @@ from typing import Any
 import numpy as np
 
 from passhost.errors import PasshostError
-from passhost.ir.module import IRModule
-from passhost.ir.types import TensorType
-from passhost.relay.expr import Call, Constant, Function
-from passhost.relay.op.registry import Op
-from passhost.relay.visitor import post_order
+from passhost.ir import IRModule, TensorType
+from passhost.relay import Call, Constant, Function, post_order
+from passhost.relay.op import Op
 from passhost.tir import (
     Allocate,
     AllocateConst,

@@ -23,10 +23,9 @@ from typing import Any
 import numpy as np
 from attrs import frozen
 
-from passhost.backend.c.dtypes import storage_type
-from passhost.ir.module import IRModule
-from passhost.runtime import CompiledModule, FunctionModule
-from passhost.runtime.executor import Executor
+from passhost.backend.c import storage_type
+from passhost.ir import IRModule
+from passhost.runtime import CompiledModule, Executor, FunctionModule
 from passhost_cmsis_nn.cbuild import STRICT_FLAGS, build_shared_library, load_library
 from passhost_cmsis_nn.emit_c import HEADER_NAME, SOURCE_NAME, emit_c
 from passhost_cmsis_nn.features import Features

@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from passhost.ir.module import IRModule
+from passhost.ir import IRModule
+from passhost.relay import Expr
 from passhost.relay.dataflow_pattern import Pattern, is_constant, is_op, wildcard
-from passhost.relay.expr import Expr
 from passhost_cmsis_nn import layers
 from passhost_cmsis_nn.layers import Layer, Unsupported
 
@@ -137,8 +137,8 @@ def partition_for_cmsis_nn(mod: IRModule, params: Mapping[str, Any] | None = Non
     ``Compiler="cmsis-nn"``: ``params`` (name -> array) are bound to ``main`` first, then the
     pipeline ``partition_for_cmsis_nn`` runs (InferType, the pattern table's MergeComposite,
     AnnotateTarget, PartitionGraph). ``passhost.build`` does the same after its Optimize."""
-    from passhost.relay.transform.bind import bind_params_by_name
-    from passhost.transform.pipeline import build_pipeline
+    from passhost.relay.transform import bind_params_by_name
+    from passhost.transform import build_pipeline
     from passhost_cmsis_nn.plugin import PIPELINE
 
     if params:

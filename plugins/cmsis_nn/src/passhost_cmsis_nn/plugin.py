@@ -9,9 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from passhost import hookimpl
-from passhost.plugins.options import BOOL, STR, STR_LIST, OptionSpec
-from passhost.plugins.specs import PassSpec, PipelineSpec
-from passhost.target.kind import TargetKind
+from passhost.plugins import BOOL, STR, STR_LIST, OptionSpec, PassSpec, PipelineSpec
+from passhost.target import TargetKind
 
 KIND = "cmsis-nn"
 MERGE_PASS = "CmsisNNMergeComposite"
@@ -37,8 +36,8 @@ def _tir_to_runtime(target: Any, mod: Any) -> Any:
 
 
 def _merge_composite() -> Any:
-    from passhost.relay.transform.merge_composite import MergeComposite
-    from passhost.transform.passes import Sequential
+    from passhost.relay.transform import MergeComposite
+    from passhost.transform import Sequential
 
     return Sequential([MergeComposite(_pattern_table())], name=MERGE_PASS)
 

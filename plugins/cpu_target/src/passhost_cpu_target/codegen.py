@@ -24,9 +24,9 @@ from typing import Any
 
 from attrs import frozen
 
-from passhost.ir.module import IRModule
-from passhost.runtime.module import FunctionModule, NativeStep
-from passhost.tir.function import PrimFunc
+from passhost.ir import IRModule
+from passhost.runtime import FunctionModule, NativeStep
+from passhost.tir import PrimFunc
 from passhost_cpu_target import native
 from passhost_cpu_target.compiled_loops import compile_loops, is_loop_function
 from passhost_cpu_target.emitter import emit_function

@@ -23,10 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from passhost.runtime.module import NativeStep
-from passhost.tir.expr import Call
-from passhost.tir.function import PrimFunc
-from passhost.tir.visitor import post_order
+from passhost.runtime import NativeStep
+from passhost.tir import Call, PrimFunc, post_order
 from passhost_cpu_target.errors import CodegenError
 from passhost_cpu_target.native.build import FLAG_SETS, NativeBuildError, load_or_build
 from passhost_cpu_target.native.library import address

@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from passhost.backend.kernel_call import KernelCall, decode_kernel_call
+from passhost.backend import KernelCall, decode_kernel_call
 from passhost.errors import PasshostError
+from passhost.tir import INTRINSICS, Buffer, PrimFunc
 from passhost.tir import expr as te
 from passhost.tir import stmt as ts
-from passhost.tir.function import Buffer, PrimFunc
-from passhost.tir.intrinsics import INTRINSICS
 from passhost_cpu_target import scalars
 from passhost_cpu_target.errors import CodegenError, TIRAssertionError
 from passhost_cpu_target.literals import literal

@@ -28,8 +28,8 @@ from collections.abc import Sequence
 
 from attrs import frozen
 
-from passhost.backend.kernel_call import KernelCall
-from passhost.tir.function import Buffer
+from passhost.backend import KernelCall
+from passhost.tir import Buffer
 from passhost_cpu_target.selection import call_buffers
 
 __all__ = ["ACTIVATIONS", "CLAMPS", "Epilogue", "match_epilogue"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from passhost.runtime.aligned import aligned_full
+from passhost.runtime import aligned_full
 from passhost_cpu_target.literals import literal
 from passhost_cpu_target.naming import Namer
 from passhost_cpu_target.selection import Scratch

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from passhost.runtime.aligned import aligned_full
+from passhost.runtime import aligned_full
 from passhost_cpu_target.conv import weights_in_layout
 from passhost_cpu_target.native import library
 from passhost_cpu_target.native.library import address

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 import numpy as np
 from attrs import frozen
 
-from passhost.backend.kernel_call import KernelCall
-from passhost.tir.function import Buffer
+from passhost.backend import KernelCall
+from passhost.tir import Buffer
 from passhost_cpu_target import native, native_kernels
 from passhost_cpu_target.epilogue import Epilogue, match_epilogue
 from passhost_cpu_target.selection import (

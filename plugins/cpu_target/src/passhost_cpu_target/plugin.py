@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from passhost import hookimpl
-from passhost.plugins.options import OptionSpec, int_range
-from passhost.target.kind import TargetKind
+from passhost.plugins import OptionSpec, int_range
+from passhost.target import TargetKind
 
 #: The most threads ``num-threads`` may ask for (the kernels keep the count in a C int).
 MAX_THREADS = 1024

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from attrs import field, frozen
 
-from passhost.backend.kernel_call import COPY, KernelCall
-from passhost.tir.function import Buffer
+from passhost.backend import COPY, KernelCall
+from passhost.tir import Buffer
 from passhost_cpu_target import conv, kernels, pool
 
 __all__ = ["BLAS_KERNELS", "Constant", "KernelPlan", "Scratch", "call_buffers", "same_out_dtype",

@@ -16,6 +16,7 @@ Targets adapt it through :class:`CPrinter`'s options: an :class:`ExternPrinter` 
 scratch memory, no ``restrict``, no last-error state.
 """
 
+from passhost.backend.c.dtypes import storage_type
 from passhost.backend.c.errors import CCodegenError
 from passhost.backend.c.expr import KernelArgs, KernelPrinter
 from passhost.backend.c.extern import ExternArgs, ExternCall, ExternPrinter
@@ -25,5 +26,5 @@ from passhost.backend.c.unit import STACK_LIMIT, CFunction, CParam, CPrinter, CU
 __all__ = [
     "STACK_LIMIT", "STATUS_ASSERT", "STATUS_NO_MEMORY", "CCodegenError", "CFunction", "CParam",
     "CPrinter", "CUnit", "ExternArgs", "ExternCall", "ExternPrinter", "KernelArgs",
-    "KernelPrinter", "print_unit",
+    "KernelPrinter", "print_unit", "storage_type",
 ]

@@ -21,7 +21,7 @@ import functools
 import os
 import warnings
 
-from passhost.backend.vector_math import VECTOR_MATH_SOURCE
+from passhost.backend import VECTOR_MATH_SOURCE
 from passhost_cpu_target.native.build import NativeBuildError, load_or_build
 from passhost_cpu_target.native.kernel_files import (
     ABI_SYMBOL,

@@ -10,7 +10,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from passhost.runtime.module import NativeStep
+from passhost.runtime import NativeStep
 from passhost_cpu_target import native
 from passhost_cpu_target.native.library import address
 
