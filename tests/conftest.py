@@ -24,3 +24,22 @@ def clean_contexts() -> Iterator[None]:
 def mod() -> IRModule:
     """A small module: ``main(x) = relu(x)``."""
     return make_module()
+
+
+@pytest.fixture
+def tools_host(plugin_host):
+    """The built-in plugin, ``tools`` (active), and records of every other status
+    (tests/cli_helpers.py)."""
+    from cli_helpers import install_tools
+
+    return install_tools(plugin_host)
+
+
+@pytest.fixture
+def module_file(tmp_path):
+    """A small module in the IR text format, in a file."""
+    from cli_helpers import MODULE_TEXT
+
+    path = tmp_path / "relu.txt"
+    path.write_text(MODULE_TEXT)
+    return path
