@@ -3,6 +3,7 @@
 This layer is at the bottom of passhost and knows nothing of the IR.
 """
 
+from passhost.plugins.declare import instrument_spec, options_of
 from passhost.plugins.hookspecs import INSTRUMENT_CALLBACKS, hookimpl, hookspec
 from passhost.plugins.loading import ENTRY_POINT_GROUP, LoadSettings
 from passhost.plugins.manager import (
@@ -34,5 +35,6 @@ __all__ = [
     "LoadSettings", "PluginFailure", "create_host", "STR", "STR_LIST", "STR_LIST_MAP",
     "Entry", "InstrumentSpec", "OptionSpec", "OptionType", "PassSpec", "PipelineSpec",
     "PluginHost", "PluginRecord", "Registries", "Registry", "get_host", "hookimpl",
-    "hookspec", "int_range", "lazy_factory", "option_type", "set_host",
+    "hookspec", "instrument_spec", "int_range", "lazy_factory", "option_type",
+    "options_of", "set_host",
 ]

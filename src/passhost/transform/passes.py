@@ -227,6 +227,7 @@ def _pass_class(kind: type, cls: type, method: str, info: PassInfo) -> type:
         return getattr(self._inner, attr)
 
     namespace = {"__init__": __init__, "__getattr__": __getattr__, "pass_info": info,
+                 "__wrapped__": cls,
                  "__module__": cls.__module__, "__qualname__": cls.__qualname__,
                  "__doc__": cls.__doc__}
     return type(cls.__name__, (kind,), namespace)

@@ -6,7 +6,7 @@ import json
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from passhost.instrument import PassInstrument
 from passhost_timing.profile import (
@@ -41,7 +41,8 @@ class PassTimingInstrument(PassInstrument):
     to a log; the tree is built when asked for.
     """
 
-    def __init__(self, show_skipped: bool = False) -> None:
+    def __init__(self, show_skipped: Annotated[
+            bool, "also show the passes should_run skipped"] = False) -> None:
         self.show_skipped = show_skipped
         self._log: list[tuple[Any, ...]] = []
         self._record = self._log.append

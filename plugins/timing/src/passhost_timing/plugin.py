@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from passhost import hookimpl
-from passhost.plugins import BOOL, InstrumentSpec, OptionSpec
+from passhost.plugins import InstrumentSpec, instrument_spec
 
 
 @hookimpl
 def passhost_register_instruments() -> list[InstrumentSpec]:
-    """The timing instrument."""
+    """The timing instrument; its options are read from the class (one declaration)."""
     from passhost_timing.instrument import PassTimingInstrument
 
-    return [InstrumentSpec("timing", PassTimingInstrument,
-                           "wall-clock time of every pass, nested; render(), JSON, Chrome trace",
-                           options=[OptionSpec("show_skipped", BOOL, False,
-                                               "also show the passes should_run skipped")])]
+    return [instrument_spec("timing", PassTimingInstrument,
+                            "wall-clock time of every pass, nested; render(), JSON, Chrome "
+                            "trace")]
