@@ -6,6 +6,8 @@ import their pass only when a pass is created.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from passhost.errors import OptionError
@@ -21,92 +23,90 @@ from passhost.plugins.options import (
 )
 from passhost.plugins.specs import InstrumentSpec, PassSpec, PipelineSpec, lazy_factory
 
+#: The built-in passes: name -> (module, class, summary for the listings). Everything else
+#: about a pass (opt level, dependencies, options) is declared on its class; MANIFEST holds
+#: a copy, written by ``python -m passhost.builtin_plugin``, so that registering imports no
+#: pass module; tests/test_builtin_manifest.py keeps it fresh.
+PASSES: dict[str, tuple[str, str, str]] = {
+    "InferType": ("passhost.relay.transform.infer_type", "InferType",
+                  "type-check every graph function"),
+    "FoldConstant": ("passhost.relay.transform.fold_constant", "FoldConstant",
+                     "evaluate subgraphs whose inputs are all constants"),
+    "SimplifyInference": ("passhost.relay.transform.simplify_inference", "SimplifyInference",
+                          "rewrite batch_norm, layer_norm and dropout for inference"),
+    "FoldScaleAxis": ("passhost.relay.transform.fold_scale_axis", "FoldScaleAxis",
+                      "fold per-channel scales into convolution and dense weights"),
+    "CanonicalizeOps": ("passhost.relay.transform.canonicalize_ops", "CanonicalizeOps",
+                        "rewrite nn.bias_add as add, powers by constant 2 and 3 as products, "
+                        "x * sigmoid(x) as nn.silu, whole-plane avg pools as global"),
+    "ConvertLayout": ("passhost.relay.transform.convert_layout", "ConvertLayout",
+                      "convert layout-sensitive operators to the desired layouts"),
+    "EliminateCommonSubexpr": ("passhost.relay.transform.eliminate_common_subexpr",
+                               "EliminateCommonSubexpr",
+                               "merge calls of one operator on the same arguments and "
+                               "attributes"),
+    "DeadCodeElimination": ("passhost.relay.transform.dead_code", "DeadCodeElimination",
+                            "drop module functions nothing reachable from main uses"),
+    "FuseOps": ("passhost.relay.transform.fuse_ops", "FuseOps",
+                "group operators into Primitive functions by fusion pattern"),
+    "MergeComposite": ("passhost.relay.transform.merge_composite", "MergeComposite",
+                       "wrap matches of a pattern table in Composite functions"),
+    "AnnotateTarget": ("passhost.relay.transform.annotate_target", "AnnotateTarget",
+                       "mark the calls external targets support"),
+    "PartitionGraph": ("passhost.relay.transform.partition_graph", "PartitionGraph",
+                       "move annotated regions into functions tagged Compiler=<kind>"),
+    "LowerTE": ("passhost.backend.lower_te", "LowerTE",
+                "lower fused functions to PrimFuncs of kernel calls or loops"),
+    "tir.Simplify": ("passhost.tir.transform.simplify", "Simplify",
+                     "fold constants, integer identities, known branches, one-iteration loops"),
+    "tir.ReuseBuffers": ("passhost.tir.transform.reuse_buffers", "ReuseBuffers",
+                         "share memory between allocations whose lifetimes do not overlap"),
+    "tir.CollapseLoops": ("passhost.tir.transform.collapse_loops", "CollapseLoops",
+                          "merge short innermost loops of a nest into one"),
+    "tir.VectorizeReductions": ("passhost.tir.transform.vectorize_reductions",
+                                "VectorizeReductions", "accumulate sums in vector lanes"),
+    "tir.AnnotateLoops": ("passhost.tir.transform.annotate_loops", "AnnotateLoops",
+                          "mark parallel and vectorised loops"),
+    "PrintIR": ("passhost.transform.print_ir", "PrintIR", "write the module's text to stderr"),
+}
+#: The file holding what each built-in pass declares (see :data:`PASSES`).
+MANIFEST = Path(__file__).with_name("builtin_manifest.json")
+_OPTION_TYPES = {t.name: t for t in (INT, FLOAT, BOOL, STR, STR_LIST, STR_LIST_MAP)}
+
+
+def manifest() -> dict[str, Any]:
+    """What each built-in pass declares, read from its class (imports every pass module):
+    the content :data:`MANIFEST` must hold."""
+    from passhost.plugins.declare import options_of
+
+    made = {}
+    for name, (module, attr, _) in PASSES.items():
+        cls = lazy_factory(module, attr).resolve()  # type: ignore[attr-defined]
+        info = cls.pass_info
+        made[name] = {"opt_level": info.opt_level, "required": list(info.required),
+                      "options": [[o.name, o.type.name, _jsonable(o.default), o.summary]
+                                  for o in options_of(cls)]}
+    return made
+
+
+def _jsonable(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
 
 @hookimpl
 def passhost_register_passes() -> list[PassSpec]:
-    """The host's passes."""
-    return [*_graph_passes(),
-        PassSpec("LowerTE", lazy_factory("passhost.backend.lower_te", "LowerTE"), 0,
-                 ("InferType",), "lower fused functions to PrimFuncs of kernel calls or loops",
-                 options=[OptionSpec("target", STR, "cpu",
-                                     "the target kind written in each PrimFunc"),
-                          OptionSpec("loops", bool, False,
-                                     "loop nests from TE computes where every operator "
-                                     "has one")]),
-        *_tir_passes(),
-        PassSpec("PrintIR", lazy_factory("passhost.transform.print_ir", "PrintIR"), 0,
-                 summary="write the module's text to stderr", options=[
-                     OptionSpec("header", str, "", "a header printed before the module"),
-                     OptionSpec("show_meta_data", bool, False, "print large constants in full"),
-                 ]),
-    ]
-
-
-def _graph_pass(name: str, module: str, opt_level: int, required: tuple[str, ...],
-                summary: str, options: tuple[OptionSpec, ...] = ()) -> PassSpec:
-    return PassSpec(name, lazy_factory(f"passhost.relay.transform.{module}", name), opt_level,
-                    required, summary, options)
-
-
-def _tir_passes() -> list[PassSpec]:
-    """The TIR passes of :mod:`passhost.tir.transform`, run at the build's phases."""
-    def tir_pass(name: str, module: str, opt_level: int, summary: str) -> PassSpec:
-        return PassSpec(f"tir.{name}", lazy_factory(f"passhost.tir.transform.{module}", name),
-                        opt_level, (), summary)
-
-    return [
-        tir_pass("Simplify", "simplify", 1,
-                 "fold constants, integer identities, known branches, one-iteration loops"),
-        tir_pass("ReuseBuffers", "reuse_buffers", 2,
-                 "share memory between allocations whose lifetimes do not overlap"),
-        tir_pass("CollapseLoops", "collapse_loops", 2,
-                 "merge short innermost loops of a nest into one"),
-        tir_pass("VectorizeReductions", "vectorize_reductions", 2,
-                 "accumulate sums in vector lanes"),
-        tir_pass("AnnotateLoops", "annotate_loops", 2,
-                 "mark parallel and vectorised loops"),
-    ]
-
-
-def _graph_passes() -> list[PassSpec]:
-    """The standard graph passes of :mod:`passhost.relay.transform` (docs/passes.md)."""
-    infer = ("InferType",)
-    return [
-        _graph_pass("InferType", "infer_type", 0, (), "type-check every graph function"),
-        _graph_pass("FoldConstant", "fold_constant", 2, (),
-                    "evaluate subgraphs whose inputs are all constants", (
-                        OptionSpec("fold_qnn", BOOL, False, "also fold qnn.* operators"),)),
-        _graph_pass("SimplifyInference", "simplify_inference", 0, infer,
-                    "rewrite batch_norm, layer_norm and dropout for inference"),
-        _graph_pass("FoldScaleAxis", "fold_scale_axis", 3, infer,
-                    "fold per-channel scales into convolution and dense weights"),
-        _graph_pass("CanonicalizeOps", "canonicalize_ops", 3, infer,
-                    "rewrite nn.bias_add as add, powers by constant 2 and 3 as products, "
-                    "x * sigmoid(x) as nn.silu, whole-plane avg pools as global"),
-        _graph_pass("ConvertLayout", "convert_layout", 3, ("InferType", "CanonicalizeOps"),
-                    "convert layout-sensitive operators to the desired layouts", (
-                        OptionSpec("desired_layouts", STR_LIST_MAP, {},
-                                   "op:data_layout[:kernel_layout];... e.g. "
-                                   "nn.conv2d:NHWC:HWIO"),)),
-        _graph_pass("EliminateCommonSubexpr", "eliminate_common_subexpr", 3, infer,
-                    "merge calls of one operator on the same arguments and attributes"),
-        _graph_pass("DeadCodeElimination", "dead_code", 1, (),
-                    "drop module functions nothing reachable from main uses"),
-        _graph_pass("FuseOps", "fuse_ops", 0, infer,
-                    "group operators into Primitive functions by fusion pattern", (
-                        OptionSpec("max_depth", INT, None,
-                                   "most operators in one group (default: the config "
-                                   "option relay.FuseOps.max_depth)"),)),
-        _graph_pass("MergeComposite", "merge_composite", 0, (),
-                    "wrap matches of a pattern table in Composite functions", (
-                        OptionSpec("pattern_table", STR, None,
-                                   "the name of a registered pattern table"),)),
-        _graph_pass("AnnotateTarget", "annotate_target", 0, infer,
-                    "mark the calls external targets support", (
-                        OptionSpec("kinds", STR_LIST, (), "the target kinds, e.g. cmsis-nn"),)),
-        _graph_pass("PartitionGraph", "partition_graph", 0, (),
-                    "move annotated regions into functions tagged Compiler=<kind>"),
-    ]
+    """The host's passes, from :data:`PASSES` and :data:`MANIFEST` (no pass module is
+    imported until a pass is made)."""
+    declared = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    specs = []
+    for name, (module, attr, summary) in PASSES.items():
+        entry = declared[name]
+        options = [OptionSpec(option, _OPTION_TYPES[kind], default if default is None
+                              else _OPTION_TYPES[kind].check(default), text)
+                   for option, kind, default, text in entry["options"]]
+        specs.append(PassSpec(name, lazy_factory(module, attr), entry["opt_level"],
+                              tuple(entry["required"]), summary, options))
+    return specs
 
 
 @hookimpl
@@ -243,3 +243,8 @@ def _debug_instruments() -> list[InstrumentSpec]:
                        options=[OptionSpec("max", INT, None,
                                            "how many skippable executions run (default: all)")]),
     ]
+
+
+if __name__ == "__main__":  # python -m passhost.builtin_plugin: write the manifest afresh
+    MANIFEST.write_text(json.dumps(manifest(), indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {MANIFEST}")

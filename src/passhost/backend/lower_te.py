@@ -11,6 +11,7 @@ whose operators' TE computes all cover their calls becomes one PrimFunc of loop 
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
 from passhost.backend.lower_loops import has_te_computes, lower_to_loops
 from passhost.backend.lower_primitive import LoweringError, lower_primitive
@@ -61,7 +62,10 @@ class LowerTE:
     target (``target`` is the kind name written in each PrimFunc's ``target`` attr;
     ``loops``: build loop nests from TE computes where every operator has one)."""
 
-    def __init__(self, target: str = "cpu", loops: bool = False) -> None:
+    def __init__(self,
+                 target: Annotated[str, "the target kind written in each PrimFunc"] = "cpu",
+                 loops: Annotated[bool, "loop nests from TE computes where every operator "
+                                        "has one"] = False) -> None:
         self.target = target
         self.loops = loops
 

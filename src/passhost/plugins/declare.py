@@ -3,8 +3,10 @@
 and that summary, so a spec derived from the factory (``options_of``) never repeats it.
 
 The types are ``int``, ``float``, ``bool``, ``str``, ``tuple[str, ...]`` (text ``a;b``) and
-``dict[str, tuple[str, ...]]`` (text ``key:a:b;key2:c``), each optionally ``| None``.
-Parameters without such an annotation are not options.
+``dict[str, tuple[str, ...]]`` (text ``key:a:b;key2:c``), each optionally ``| None``; a
+parameter taking more from Python than its text form can say names its option type in the
+annotation (``Annotated[str | Sequence[tuple], STR, "summary"]``). Parameters without
+such an annotation are not options.
 """
 
 from __future__ import annotations
@@ -63,9 +65,10 @@ def options_of(factory: Callable[..., Any]) -> tuple[OptionSpec, ...]:
             continue
         base, *extras = typing.get_args(hint)
         summary = next((extra for extra in extras if isinstance(extra, str)), "")
+        given = next((extra for extra in extras if isinstance(extra, OptionType)), None)
         default = None if param.default is inspect.Parameter.empty else param.default
         where = f"{getattr(factory, '__qualname__', factory)}, parameter {name!r}"
-        options.append(OptionSpec(name, _option_type(base, where), default, summary))
+        options.append(OptionSpec(name, given or _option_type(base, where), default, summary))
     return tuple(options)
 
 

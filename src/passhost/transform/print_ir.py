@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 from passhost.ir.module import IRModule
 from passhost.transform.context import PassContext
@@ -13,7 +14,9 @@ from passhost.transform.passes import module_pass
 class PrintIR:
     """Write ``PrintIR(<header>):`` and the module's text to stderr; return it unchanged."""
 
-    def __init__(self, header: str = "", show_meta_data: bool = False) -> None:
+    def __init__(self, header: Annotated[str, "a header printed before the module"] = "",
+                 show_meta_data: Annotated[bool, "print large constants in full"] = False
+                 ) -> None:
         self.header = header
         self.show_meta_data = show_meta_data
 

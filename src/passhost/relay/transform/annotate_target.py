@@ -11,10 +11,12 @@ region into a function tagged ``Compiler=K``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Annotated
 
 from passhost.errors import OptionError
 from passhost.ir.expr import BaseExpr
 from passhost.ir.module import IRModule
+from passhost.plugins.options import STR_LIST
 from passhost.relay.expr import Call, Constant, Function
 from passhost.relay.op.annotation import compiler_begin, compiler_end
 from passhost.relay.op.registry import Op, get_op
@@ -85,7 +87,8 @@ class AnnotateTarget:
     """Wrap each call supported by one of ``kinds`` (the first that supports it wins) in
     ``compiler_begin``/``compiler_end`` annotations naming that kind."""
 
-    def __init__(self, kinds: Sequence[str] | str = ()) -> None:
+    def __init__(self, kinds: Annotated[Sequence[str] | str, STR_LIST,
+                                        "the target kinds, e.g. cmsis-nn"] = ()) -> None:
         self.kinds = _check_kinds(kinds)
         if not self.kinds:
             raise OptionError("AnnotateTarget: option 'kinds' is empty; name at least one "

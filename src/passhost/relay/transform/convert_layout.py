@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache, lru_cache
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 from passhost.errors import AttrError, OptionError, UnknownNameError
 from passhost.ir.attrs import Attrs
 from passhost.ir.expr import BaseExpr
 from passhost.ir.module import IRModule
 from passhost.ir.types import TensorType, TupleType
+from passhost.plugins.options import STR_LIST_MAP
 from passhost.relay.expr import Call, Function, Tuple, TupleGetItem
 from passhost.relay.op.registry import Op, OpPattern, get_op, list_ops
 from passhost.relay.op.transform import (
@@ -411,7 +412,9 @@ class ConvertLayout:
     the kernel layout may be ``"default"``) or ``[layout]`` (pools).
     """
 
-    def __init__(self, desired_layouts: Mapping[str, Sequence[str]] | None = None) -> None:
+    def __init__(self, desired_layouts: Annotated[
+            Mapping[str, Sequence[str]] | None, STR_LIST_MAP,
+            "op:data_layout[:kernel_layout];... e.g. nn.conv2d:NHWC:HWIO"] = None) -> None:
         self.desired_layouts = _check_desired({} if desired_layouts is None else desired_layouts)
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:

@@ -9,7 +9,7 @@ Tuple becomes the field. Nested Primitive functions are left as they are.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
@@ -36,7 +36,8 @@ class FoldConstant:
     functions and calls without arguments are never folded.
     """
 
-    def __init__(self, fold_qnn: bool = False) -> None:
+    def __init__(self, fold_qnn: Annotated[bool, "also fold qnn.* operators"] = False
+                 ) -> None:
         if not isinstance(fold_qnn, bool):
             raise OptionError(f"FoldConstant: option 'fold_qnn' expects a bool, "
                               f"found {fold_qnn!r}")

@@ -44,6 +44,8 @@ inside the group; other constants become parameters, so weights stay in the call
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from passhost.errors import OptionError
 from passhost.ir import traversal
 from passhost.ir.expr import BaseExpr, GlobalVar
@@ -81,7 +83,9 @@ class FuseOps:
     (default: the config option ``relay.FuseOps.max_depth``; at opt level 0, one call each).
     """
 
-    def __init__(self, max_depth: int | None = None) -> None:
+    def __init__(self, max_depth: Annotated[
+            int | None, "most operators in one group (default: the config option "
+                        "relay.FuseOps.max_depth)"] = None) -> None:
         self.max_depth = None if max_depth is None else _check_depth(max_depth, "max_depth")
 
     def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:

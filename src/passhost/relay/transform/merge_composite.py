@@ -10,11 +10,13 @@ sees, for example, conv2d + bias_add + relu as one unit. Patterns come from
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated
 
 from attrs import frozen
 
 from passhost.ir.expr import BaseExpr, GlobalVar
 from passhost.ir.module import IRModule
+from passhost.plugins.options import STR
 from passhost.relay.dataflow_pattern import (
     Check,
     Pattern,
@@ -52,7 +54,9 @@ class MergeComposite:
     pattern, check)``, or the name of a registered table) in a Composite function call.
     Entries are applied in order, so earlier entries win; an empty table does nothing."""
 
-    def __init__(self, pattern_table: str | Sequence[tuple] | None = ()) -> None:
+    def __init__(self, pattern_table: Annotated[
+            str | Sequence[tuple] | None, STR,
+            "the name of a registered pattern table"] = None) -> None:
         if pattern_table is None:
             pattern_table = ()
         if isinstance(pattern_table, str):
