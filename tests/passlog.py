@@ -116,3 +116,10 @@ def check_and_reset_contexts() -> None:
     state.default._set_dispatch(EMPTY)
     assert leaked_stack == [], "a test left a PassContext entered"
     assert leaked_instruments == (), "a test left instruments on the default PassContext"
+
+
+def three(log, bad=None, *, raises=(), raise_on=None, callbacks=None):
+    """Instruments i1, i2, i3; ``bad`` (a name) gets ``raises``."""
+    extra = {} if callbacks is None else {"callbacks": callbacks}
+    return [instrument(n, log, raises=raises if n == bad else (), raise_on=raise_on, **extra)
+            for n in ("i1", "i2", "i3")]
