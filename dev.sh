@@ -2,7 +2,8 @@
 # The developer entry point (the README's quick start):
 #   bash dev.sh demo   - set up, then compile ResNet-18 for the cpu target with the timing
 #                        instrument on, and run the artifact (the main job)
-#   bash dev.sh test   - set up, then lint, type-check, build the docs and run the tests
+#   bash dev.sh test   - set up, then lint, check the layers and types, build the docs and
+#                        run the tests
 # Setup creates a virtual environment (.venv, or $PASSHOST_VENV) and installs passhost,
 # its plugins, the example plugin distributions, the test tools and the exported-model
 # tests' torch, transformers and onnxscript (the extras test and exports) into it; it needs
@@ -35,6 +36,7 @@ case "${1:-}" in
     shift
     setup
     "$venv/bin/ruff" check .
+    "$venv/bin/lint-imports" --no-cache   # the layers of CONTRIBUTING.md (pyproject.toml)
     "$venv/bin/python" tools/check_types.py   # mypy: clean packages clean, the rest in its baseline
     "$venv/bin/mkdocs" build --quiet   # the docs and API reference; warnings are errors
     set +e

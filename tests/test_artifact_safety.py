@@ -26,15 +26,15 @@ from artifact_files import (
     tar_header,
     write_members,
 )
-from passhost.backend import build, kernel_call
-from passhost.backend.kernel_call import COPY
-from passhost.backend.prim_func_check import PrimFuncCheckError, check_prim_func
+from passhost.backend import build
 from passhost.cli import main
 from passhost.ir.module import IRModule
 from passhost.relay.interpreter import evaluate
-from passhost.runtime import ArtifactError, load_artifact
+from passhost.runtime import ArtifactError, kernel_call, load_artifact
+from passhost.runtime.kernel_call import COPY
 from passhost.runtime.plan import ExecutorPlan, PlanError, Step, TensorEntry
 from passhost.runtime.plan_check import check_plan_calls
+from passhost.runtime.prim_func_check import PrimFuncCheckError, check_prim_func
 from passhost.testing import registered, use_host
 from passhost.tir import PrimFunc, Var, decl_buffer
 from passhost.transform import PassContext

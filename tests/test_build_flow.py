@@ -224,8 +224,9 @@ def test_partitioning_runs_with_the_target_current(register_plugin):
         seen.append(("check", str(Target.current())))
         return False
 
-    def table():
-        seen.append(("table", str(Target.current())))
+    def table(target):
+        seen.append(("table", str(target)))
+        seen.append(("table current", str(Target.current())))
         return [("picky.add", is_op("add")(wildcard(), wildcard()), refuse)]
 
     class Picky:
@@ -240,4 +241,5 @@ def test_partitioning_runs_with_the_target_current(register_plugin):
     mod, params = _conv_add_model()
     build(mod, "picky -level=2, ref-host", params)
     assert Target.current() is None
-    assert seen and set(seen) == {("table", "picky -level=2"), ("check", "picky -level=2")}
+    assert seen and set(seen) == {("table", "picky -level=2"), ("table current", "picky -level=2"),
+                                  ("check", "picky -level=2")}

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from passhost import relay
-from passhost.errors import AttrError, OptionError, UnknownNameError
+from passhost.errors import AttrError, OptionError, PasshostError, UnknownNameError
+from passhost.plugins import PatternTableSpec, get_host, hookimpl
 from passhost.relay.dataflow_pattern import (
     get_pattern_table,
     is_constant,
@@ -15,9 +16,9 @@ from passhost.relay.dataflow_pattern import (
     is_tuple_get_item,
     is_var,
     match_bindings,
-    register_pattern_table,
     wildcard,
 )
+from passhost.testing import registered, use_host
 
 
 def _conv_graph():
@@ -165,29 +166,53 @@ def test_matching_explores_only_as_deep_as_the_pattern():
     assert bindings is not None and len(bindings) == 5  # 2 ops, 2 calls, the wildcard
 
 
-def test_pattern_table_registry():
-    entry = ("t.relu", is_op("nn.relu")(wildcard()))
-    register_pattern_table("test-dataflow.table", [entry])
-    assert get_pattern_table("test-dataflow.table") == ((*entry, None),)
-    with pytest.raises(ValueError, match="already registered"):
-        register_pattern_table("test-dataflow.table", [])
-    calls = []
+class _TablePlugin:
+    """A plugin registering the pattern tables it is given (name -> factory)."""
 
-    def lazy():
-        calls.append(1)
+    def __init__(self, **tables):
+        self.tables = {name.replace("_", "-"): factory for name, factory in tables.items()}
+
+    @hookimpl
+    def passhost_register_pattern_tables(self):
+        return [PatternTableSpec(name, factory, "a test table")
+                for name, factory in self.tables.items()]
+
+
+def test_pattern_tables_come_from_plugins_and_are_made_for_a_target():
+    entry = ("t.relu", is_op("nn.relu")(wildcard()))
+    made_for = []
+
+    def table(target):
+        made_for.append(target)
         return [(*entry, bool)]
 
-    register_pattern_table("test-dataflow.lazy", lazy)
-    assert calls == []
-    assert get_pattern_table("test-dataflow.lazy") == ((*entry, bool),)
-    with pytest.raises(UnknownNameError, match=r"test-dataflow\.table"):
-        get_pattern_table("test-dataflow.tabel")
+    with use_host(), registered(_TablePlugin(test_table=table), "tables"):
+        assert made_for == []  # registering makes no table
+        assert get_pattern_table("test-table") == ((*entry, bool),)
+        assert get_pattern_table("test-table", target="the target") == ((*entry, bool),)
+        assert made_for == [None, "the target"]
+        assert get_host().registries.pattern_tables.entry("test-table").provider == "tables"
+        with pytest.raises(UnknownNameError, match=r"did you mean 'test-table'"):
+            get_pattern_table("test-tabel")
+    with use_host(), pytest.raises(UnknownNameError, match="unknown pattern table"):
+        get_pattern_table("test-table")
 
 
-def test_bad_pattern_table_entries():
-    with pytest.raises(OptionError, match="entry 0 must be"):
-        register_pattern_table("test-dataflow.bad", [("only a name",)])
-    with pytest.raises(OptionError, match="not a Pattern"):
-        register_pattern_table("test-dataflow.bad", [("t.x", "nn.relu")])
-    with pytest.raises(OptionError, match="not callable"):
-        register_pattern_table("test-dataflow.bad", [("t.x", wildcard(), 3)])
+def test_two_plugins_with_one_table_name_conflict():
+    with use_host(), registered(_TablePlugin(twice=lambda target: []), "one"), \
+            registered(_TablePlugin(twice=lambda target: []), "two"):
+        assert get_host().registries.conflicts() == [("pattern table", "twice", ("one", "two"))]
+        with pytest.raises(PasshostError, match="twice"):
+            get_pattern_table("twice")
+
+
+@pytest.mark.parametrize(("entries", "message"), [
+    ([("only a name",)], "entry 0 must be"),
+    ([("t.x", "nn.relu")], "not a Pattern"),
+    ([("t.x", wildcard(), 3)], "not callable"),
+])
+def test_bad_pattern_table_entries(entries, message):
+    with use_host(), registered(_TablePlugin(bad=lambda target: entries), "tables"), \
+            pytest.raises(OptionError, match=message):
+        get_pattern_table("bad")
+

@@ -57,7 +57,7 @@ EXAMPLES = examples(DOC.read_text(encoding="utf-8"))
 def test_the_listings_are_shown_in_the_doc():
     commands = {args for args, _, _ in EXAMPLES}
     assert {"plugins list", "passes list", "instruments list", "config list",
-            "targets list", "pipelines list"} <= commands
+            "targets list", "pipelines list", "pattern-tables list"} <= commands
 
 
 @pytest.mark.parametrize(("args", "shown"), [(a, s) for a, s, _ in EXAMPLES],

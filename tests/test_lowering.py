@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 
 from passhost import relay
-from passhost.backend import KernelCallError, decode_kernel_call, kernel_call, lower_primitive
-from passhost.backend.kernel_call import COPY
+from passhost.backend import lower_primitive
 from passhost.errors import AttrError
 from passhost.relay.expr import Function
 from passhost.relay.op.nn import Conv2DAttrs
 from passhost.relay.op.registry import get_op
 from passhost.relay.type_infer import infer_type
+from passhost.runtime import KernelCallError, decode_kernel_call, kernel_call
+from passhost.runtime.kernel_call import COPY
 from passhost.tir import (
     Allocate,
     AllocateConst,

@@ -8,7 +8,8 @@ import pytest
 from passhost import relay, text
 from passhost.ir import IRModule, structural_equal
 from passhost.relay.op import list_ops
-from passhost.relay.testing.op_examples import all_examples, random_inputs
+from passhost.relay.testing.op_examples import all_examples
+from passhost.workloads import random_inputs
 
 EXAMPLES = all_examples()
 

@@ -15,7 +15,7 @@ from passhost.ir.types import TensorType, TupleType
 from passhost.relay.op import nn
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, get_op
 from passhost.relay.testing import examples_nn
-from passhost.relay.testing.op_examples import random_inputs
+from passhost.workloads import random_inputs
 
 RNG = np.random.default_rng(1234)
 

@@ -17,9 +17,9 @@ from passhost import relay
 from passhost.errors import AttrError, IRTypeError
 from passhost.ir.types import TensorType, TupleType
 from passhost.relay.op import OpPattern, get_op
-from passhost.relay.op.tensor import erf_float64
 from passhost.relay.testing.examples_tensor import EXAMPLES
-from passhost.relay.testing.op_examples import random_inputs
+from passhost.tir.numpy_math import erf_float64
+from passhost.workloads import random_inputs
 
 FAST = settings(max_examples=40, deadline=None)
 

@@ -10,17 +10,18 @@ import pytest
 from passhost import relay, text
 from passhost.errors import OptionError, UnknownNameError
 from passhost.ir import IRModule, structural_equal
+from passhost.plugins import PatternTableSpec, hookimpl
 from passhost.relay import transform as T
 from passhost.relay.dataflow_pattern import (
     is_constant,
     is_op,
     is_tuple_get_item,
-    register_pattern_table,
     wildcard,
 )
 from passhost.relay.op.annotation import compiler_begin, compiler_end
 from passhost.relay.transform.annotate_target import register_op_support
 from passhost.relay.transform.partition_graph import PartitionError
+from passhost.testing import registered, use_host
 from passhost.transform import PassContext, Sequential
 from passhost.transform.pipeline import build_pipeline
 from passhost.transform.registry import get_pass
@@ -40,7 +41,23 @@ def dense_add():
 
 
 DEMO_TABLE = [("demo.conv2d_bias_relu", conv_bias_relu()), ("demo.dense_add", dense_add())]
-register_pattern_table("test-partitioning.demo", DEMO_TABLE, override=True)
+
+
+class _DemoTable:
+    """A plugin registering DEMO_TABLE as the pattern table ``test-partitioning.demo``."""
+
+    @hookimpl
+    def passhost_register_pattern_tables(self):
+        return [PatternTableSpec("test-partitioning.demo", lambda target: DEMO_TABLE)]
+
+
+@pytest.fixture
+def demo_table():
+    """DEMO_TABLE registered by name, for the block of a test."""
+    with use_host(), registered(_DemoTable(), "demo-table"):
+        yield
+
+
 register_op_support("test-part-ops", "nn.max_pool2d", override=True)
 register_op_support("test-part-ops", "concatenate", override=True)
 register_op_support("test-part-ops", "add",
@@ -297,7 +314,7 @@ def test_inputs_become_parameters_in_first_appearance_order():
     assert structural_equal(out["main"], expected["main"]), out.astext()
 
 
-def test_merge_composite_options():
+def test_merge_composite_options(demo_table):
     mod = tiny_graph()
     assert run(T.MergeComposite(), mod) is mod
     assert run(T.MergeComposite(None), mod) is mod
@@ -428,10 +445,10 @@ def test_registered_passes(name, options, required):
         (name, 0, required)
 
 
-def test_textual_pipeline():
+def test_textual_pipeline(demo_table):
+    mod = small_graph()
     pipeline = build_pipeline("MergeComposite{pattern_table=test-partitioning.demo},"
                               'AnnotateTarget{kinds="demo;test-part-ops"},PartitionGraph')
-    mod = small_graph()
     out = run(pipeline, mod)
     assert structural_equal(out, run(flow(DEMO_TABLE, ["demo", "test-part-ops"]), mod))
 

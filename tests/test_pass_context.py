@@ -20,17 +20,15 @@ from passhost.errors import (
 )
 from passhost.ir.module import IRModule
 from passhost.plugins import OptionSpec, hookimpl
+from passhost.relay.transform import FunctionPass, function_pass
+from passhost.tir.transform import PrimFuncPass, prim_func_pass
 from passhost.transform import (
-    FunctionPass,
     ModulePass,
     PassContext,
     PassInfo,
-    PrimFuncPass,
     Sequential,
-    function_pass,
     module_pass,
     pass_spec,
-    prim_func_pass,
 )
 from passlog import Boom, instrument, logged_pass
 

@@ -39,7 +39,7 @@ from passlog import make_module
 # -- the test kinds ---------------------------------------------------------------------------
 
 
-def _relu_table():
+def _relu_table(target=None):
     return [("cmsis-nn.relu", is_op("nn.relu")(wildcard()))]
 
 
@@ -578,6 +578,25 @@ def test_kind_pattern_tables():
         TargetKind("k", pattern_table=[("x",)]).pattern_entries()
 
 
+def test_a_kind_pattern_table_is_made_for_the_target_built():
+    made_for = []
+    kind = TargetKind("k", options=(OptionSpec("level", INT, 0),),
+                      pattern_table=lambda target: made_for.append(target) or _relu_table())
+    target = Target.from_kind(kind, {"level": 2})
+    assert kind.pattern_entries(target)[0][0] == "cmsis-nn.relu"
+    assert made_for == [target]
+
+
+def test_a_kind_names_a_registered_pattern_table():
+    kind = TargetKind("k", pattern_table="example")
+    assert [name for name, _, _ in kind.pattern_entries()] == [
+        "example.conv2d_bias_relu", "example.dense_add"]
+    with pytest.raises(UnknownNameError, match="unknown pattern table 'exampel'"):
+        TargetKind("k", pattern_table="exampel").pattern_entries()
+    with pytest.raises(TargetKindError, match="is not a pattern table name"):
+        TargetKind("k", pattern_table="not a name")
+
+
 def _ok(*_args):
     return None
 
@@ -618,9 +637,9 @@ def _ok(*_args):
     ({"relay_to_tir": "lower"}, "target kind 'k': relay_to_tir is a function or None, found "
                                 "'lower'"),
     ({"tir_to_runtime": 1}, "target kind 'k': tir_to_runtime is a function or None, found 1"),
-    ({"pattern_table": "cmsis-nn"},
-     "target kind 'k': pattern_table is a sequence of (name, pattern[, check]) entries or a "
-     "function returning one, found 'cmsis-nn'"),
+    ({"pattern_table": 3},
+     "target kind 'k': pattern_table is the name of a registered pattern table, a function "
+     "of the target returning (name, pattern[, check]) entries, or the entries, found 3"),
     ({"host": 1}, "target kind 'k': host is a bool, found 1"),
     ({"summary": None}, "target kind 'k': summary is a str, found None"),
 ])
@@ -646,7 +665,7 @@ def test_check_plugin_accepts_a_target_plugin():
 
 def test_importing_the_target_layer_and_its_kinds_stays_light():
     code = ("import passhost.target as t\n"
-            "t.TargetKind('k', pattern_table=lambda: [])\n")
+            "t.TargetKind('k', pattern_table=lambda target: [])\n")
     _, modules = imported_modules(code, ("passhost.relay", "passhost.ir", "passhost.text"))
     assert modules == []
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from passhost.relay.op import list_ops
-from passhost.relay.testing.op_examples import all_examples, random_inputs
+from passhost.relay.testing.op_examples import all_examples
+from passhost.workloads import random_inputs
 from te_harness import assert_matches_reference, loops_of
 
 COVERED = [(name, build) for name, build in all_examples()

@@ -1,6 +1,6 @@
 """The float32 vector math of :mod:`passhost.backend.vector_math`, compiled with the system C
 compiler as the cpu target compiles its loops and called through ctypes: the error in ulps
-against float64 references (NumPy, :func:`passhost.relay.op.tensor.erf_float64`) on a sweep
+against float64 references (NumPy, :func:`passhost.tir.numpy_math.erf_float64`) on a sweep
 of bit patterns over all floats and a dense grid on [-10, 10], with and without fused
 multiply-adds; C99's special values exactly; GCC's report that every loop is vectorised;
 and a run under AddressSanitizer and UndefinedBehaviorSanitizer."""
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from passhost.backend.vector_math import VECTOR_MATH, VECTOR_MATH_SOURCE
-from passhost.relay.op.tensor import erf_float64
 from passhost.testing.sanitizers import SANITIZER_FLAGS, build_sanitized
+from passhost.tir.numpy_math import erf_float64
 from passhost_cpu_target.native.build import find_compiler
 
 #: The loops' flags, as the cpu target compiles its generated loops.

@@ -13,13 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from passhost.backend import decode_kernel_call
 from passhost.ir.module import IRModule
 from passhost.plugins.hookspecs import hookimpl
 from passhost.plugins.specs import PassSpec
 from passhost.relay.dataflow_pattern import is_op, wildcard
 from passhost.relay.expr import Constant, Function
-from passhost.runtime import FunctionModule
+from passhost.runtime import FunctionModule, decode_kernel_call
 from passhost.target import TargetKind
 from passhost.tir import (
     AllocateConst,

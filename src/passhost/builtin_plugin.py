@@ -21,7 +21,13 @@ from passhost.plugins.options import (
     STR_LIST_MAP,
     OptionSpec,
 )
-from passhost.plugins.specs import InstrumentSpec, PassSpec, PipelineSpec, lazy_factory
+from passhost.plugins.specs import (
+    InstrumentSpec,
+    PassSpec,
+    PatternTableSpec,
+    PipelineSpec,
+    lazy_factory,
+)
 
 #: The built-in passes: name -> (module, class, summary for the listings). Everything else
 #: about a pass (opt level, dependencies, options) is declared on its class; MANIFEST holds
@@ -116,6 +122,14 @@ def passhost_register_pipelines() -> list[PipelineSpec]:
         "optimize", "InferType,SimplifyInference,FoldConstant,FoldScaleAxis,CanonicalizeOps,"
         "FoldConstant,EliminateCommonSubexpr,DeadCodeElimination",
         "the graph optimisations passhost.build runs before partitioning")]
+
+
+@hookimpl
+def passhost_register_pattern_tables() -> list[PatternTableSpec]:
+    """``example``, a small float table for the documentation and experiments."""
+    return [PatternTableSpec("example", lazy_factory("passhost.relay.dataflow_pattern",
+                                                     "example_pattern_table"),
+                             "conv2d + bias_add [+ relu], dense + add (float; for examples)")]
 
 
 @hookimpl(trylast=True)

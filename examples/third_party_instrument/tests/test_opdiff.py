@@ -16,8 +16,9 @@ from passhost import hookimpl, text
 from passhost.instrument import PassInstrument
 from passhost.plugins import LoadSettings, create_host
 from passhost.relay import Call, ExprMutator, ExprVisitor
+from passhost.relay.transform import function_pass
 from passhost.testing import check_plugin, imported_modules, registered
-from passhost.transform import PassContext, Sequential, function_pass, module_pass
+from passhost.transform import PassContext, Sequential, module_pass
 
 import passhost_opdiff
 import passhost_opdiff.instrument

@@ -69,7 +69,8 @@ def only_call(compiled: Any) -> tuple[str, LoweredCall]:
 def test_the_plugin_meets_the_contract() -> None:
     record = check_plugin(plugin, "cmsis-nn")
     assert record.provides == {"targets": ["cmsis-nn"], "passes": ["CmsisNNMergeComposite"],
-                               "pipelines": ["partition_for_cmsis_nn"]}
+                               "pipelines": ["partition_for_cmsis_nn"],
+                               "pattern_tables": ["cmsis-nn"]}
     target = Target("cmsis-nn -mcpu=cortex-m55 -mattr=+nomve;+nodsp -debug_last_error")
     assert dict(target.options) == {"mcpu": "cortex-m55", "mattr": ("+nomve", "+nodsp"),
                                     "debug_last_error": True}

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from passhost.backend.kernel_call import kernel_call
 from passhost.ir.module import IRModule
 from passhost.relay.op.registry import get_op
+from passhost.runtime.kernel_call import kernel_call
 from passhost.runtime.module import FunctionModule
 from passhost.target import Target
 from passhost.tir.function import Buffer, PrimFunc, decl_buffer

@@ -10,7 +10,7 @@ import pytest
 from cpu_helpers import assert_same, compile_funcs, prim_func, run_op, uses_fast_kernel
 
 from passhost import te as tensor_expr
-from passhost.backend.kernel_call import kernel_call
+from passhost.runtime.kernel_call import kernel_call
 from passhost.runtime.module import FunctionModule
 from passhost.tir import expr as te
 from passhost.tir import stmt as ts

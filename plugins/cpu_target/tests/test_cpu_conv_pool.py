@@ -91,7 +91,7 @@ def test_conv2d_scratch_keeps_its_padding_across_calls():
     data gives the reference results both times."""
     from cpu_helpers import compile_funcs, prim_func
 
-    from passhost.backend.kernel_call import kernel_call
+    from passhost.runtime.kernel_call import kernel_call
     from passhost.tir.function import decl_buffer
 
     op = get_op("nn.conv2d")

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from cpu_helpers import assert_same, compile_funcs, prim_func
 
-from passhost.backend.kernel_call import KernelCall, kernel_call
 from passhost.relay.op.registry import get_op
+from passhost.runtime.kernel_call import KernelCall, kernel_call
 from passhost.tir.function import decl_buffer
 from passhost.tir.stmt import SeqStmt
 from passhost_cpu_target.epilogue import Epilogue, match_epilogue

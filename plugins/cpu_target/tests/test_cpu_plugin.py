@@ -11,10 +11,10 @@ import pytest
 from cpu_helpers import compile_funcs, cpu_target
 from threadpoolctl import threadpool_info
 
-from passhost.backend.kernel_call import kernel_call
 from passhost.errors import OptionError
 from passhost.ir.module import IRModule
 from passhost.plugins import get_host
+from passhost.runtime.kernel_call import kernel_call
 from passhost.runtime.module import FunctionModule, run_scope
 from passhost.target import Target, tir_to_runtime
 from passhost.tir.function import PrimFunc, decl_buffer

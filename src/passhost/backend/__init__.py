@@ -1,20 +1,12 @@
 """The build flow: partitioning, default lowering, executor codegen (docs/targets.md)."""
 
 from passhost.backend.build import BuildError, build, build_passes
-from passhost.backend.kernel_call import (
-    COPY,
-    KernelCall,
-    KernelCallError,
-    decode_kernel_call,
-    kernel_call,
-)
 from passhost.backend.lower_primitive import LoweringError, lower_primitive
 from passhost.backend.lower_te import LowerTE
 from passhost.backend.memory_plan import plan_executor
 from passhost.backend.vector_math import VECTOR_MATH_SOURCE
 
 __all__ = [
-    "COPY", "VECTOR_MATH_SOURCE", "BuildError", "KernelCall", "KernelCallError", "LowerTE",
-    "LoweringError", "build", "build_passes", "decode_kernel_call", "kernel_call",
+    "VECTOR_MATH_SOURCE", "BuildError", "LowerTE", "LoweringError", "build", "build_passes",
     "lower_primitive", "plan_executor",
 ]

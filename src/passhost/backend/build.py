@@ -110,7 +110,7 @@ def _partition(target: Target) -> Pass | None:
     with ``target`` the current target while the table is made and the steps run (so that
     its options can steer the table and its checks); None when it has no table."""
     with target:
-        table = target.kind.pattern_entries()
+        table = target.kind.pattern_entries(target)
     if not table:
         return None
     from passhost.relay.transform.annotate_target import AnnotateTarget

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from passhost.backend.kernel_call import COPY, kernel_call
-from passhost.errors import PasshostError
+from passhost.errors import IRTypeError, PasshostError
 from passhost.ir.expr import BaseExpr
-from passhost.ir.types import TensorType, TupleType, Type
+from passhost.ir.types import TensorType, TupleType, Type, tensor_types
 from passhost.relay.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from passhost.relay.op.registry import OpPattern
 from passhost.relay.visitor import post_order
+from passhost.runtime.kernel_call import COPY, kernel_call
 from passhost.tir.function import Buffer, PrimFunc, decl_buffer
 from passhost.tir.stmt import Allocate, AllocateConst, DeclBuffer, SeqStmt, Stmt
 
@@ -36,18 +36,12 @@ class LoweringError(PasshostError):
 
 
 def flatten_type(ty: Type) -> list[TensorType]:
-    """The tensor types of ``ty`` in order (tuples flattened, nested ones too)."""
-    out: list[TensorType] = []
-    stack = [ty]
-    while stack:
-        t = stack.pop()
-        if isinstance(t, TupleType):
-            stack.extend(reversed(t.fields))
-        elif isinstance(t, TensorType):
-            out.append(t)
-        else:
-            raise LoweringError(f"cannot lower a value of type {t}")
-    return out
+    """The tensor types of ``ty`` in order (:func:`~passhost.ir.types.tensor_types`); a
+    :class:`LoweringError` for anything else."""
+    try:
+        return tensor_types(ty)
+    except IRTypeError:
+        raise LoweringError(f"cannot lower a value of type {ty}") from None
 
 
 def _buffers_for(ty: Type, name: str, made: list[Buffer]) -> Value:

@@ -43,7 +43,7 @@ squares in float64 on 4000 Chebyshev points, rounded to float32):
 
 Accuracy, measured over every one of the 2^32 float32 inputs against float64 references
 (``np.exp``, ``np.log``, ``np.tanh``, 1 / (1 + exp(-x)) and
-:func:`passhost.relay.op.tensor.erf_float64`), in ulps of the float32 result (2^-149 among
+:func:`passhost.tir.numpy_math.erf_float64`), in ulps of the float32 result (2^-149 among
 subnormals):
 
 =========  ==========  =============  =======  =======================================

@@ -19,7 +19,7 @@ from passhost.plugins.options import OptionSpec
 SCHEMA_VERSION = 1
 
 #: The registry kinds, in the order summaries and documents list them.
-KINDS = ("targets", "passes", "instruments", "config_options", "pipelines")
+KINDS = ("targets", "passes", "instruments", "config_options", "pipelines", "pattern_tables")
 
 #: Singular and plural nouns of each kind.
 NOUNS = {
@@ -28,6 +28,7 @@ NOUNS = {
     "instruments": ("instrument", "instruments"),
     "config_options": ("config option", "config options"),
     "pipelines": ("pipeline", "pipelines"),
+    "pattern_tables": ("pattern table", "pattern tables"),
 }
 
 #: Statuses that fail ``plugins list --check`` (``disabled`` is the user's choice).
@@ -290,6 +291,7 @@ _COLUMNS: dict[str, tuple[tuple[str, Any], ...]] = {
                 ("OPTIONS", _options_cell),
                 ("TAGS", lambda s: ", ".join(getattr(s, "tags", {})) or "-")),
     "pipelines": (("PASSES", lambda s: s.text),),
+    "pattern_tables": (),
 }
 
 
@@ -324,6 +326,8 @@ def _entry_document(attr: str, spec: Any) -> dict[str, Any]:
         return {"type": spec.type.name, "default": _jsonable(spec.default)}
     if attr == "pipelines":
         return {"text": spec.text}
+    if attr == "pattern_tables":
+        return {}
     return _target_document(spec)
 
 

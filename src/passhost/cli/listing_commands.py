@@ -18,6 +18,8 @@ REGISTRY_COMMANDS = {
     "targets": ("targets", "the registered target kinds"),
     "config": ("config_options", "the registered PassContext config options"),
     "pipelines": ("pipelines", "the registered named pipelines"),
+    "pattern-tables": ("pattern_tables", "the registered pattern tables (MergeComposite, "
+                                         "partitioning)"),
 }
 
 

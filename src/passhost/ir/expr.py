@@ -29,6 +29,11 @@ class BaseExpr(Node):
     def _set_checked_type(self, ty: Type) -> None:
         object.__setattr__(self, "_checked_type", ty)
 
+    def as_function(self) -> BaseFunc:
+        """This expression as a module function (``IRModule.from_expr``); graph expressions
+        wrap themselves in a function of their free variables, functions are themselves."""
+        raise TypeError(f"{type(self).__name__} cannot be a module function")
+
 
 def _optional_func_type(value: object) -> FuncType | None:
     if value is not None and not isinstance(value, FuncType):
@@ -72,6 +77,10 @@ class GlobalVar(BaseExpr):
 @frozen(eq=False, repr=False)
 class BaseFunc(BaseExpr):
     """Base class of the functions an IRModule holds (graph functions and PrimFuncs)."""
+
+    def as_function(self) -> BaseFunc:
+        """The function itself."""
+        return self
 
     @property
     def func_attrs(self):  # pragma: no cover - overridden by every subclass

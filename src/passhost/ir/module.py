@@ -34,10 +34,7 @@ class IRModule:
         """A module whose ``main`` is ``expr`` (a graph expression is wrapped in a function
         of its free variables)."""
         if not isinstance(expr, BaseFunc):
-            from passhost.relay.analysis import free_vars
-            from passhost.relay.expr import Function
-
-            expr = Function(free_vars(expr), expr)
+            expr = expr.as_function()
         mod = IRModule(functions)
         mod._set("main", expr)
         return mod

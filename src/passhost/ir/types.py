@@ -6,7 +6,7 @@ import ml_dtypes  # noqa: F401 - registers NumPy's "bfloat16" dtype
 import numpy as np
 from attrs import field, frozen
 
-from passhost.errors import AttrError
+from passhost.errors import AttrError, IRTypeError
 
 #: The element types a tensor may have.
 DTYPES = ("float16", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32",
@@ -120,3 +120,19 @@ class FuncType(Type):
         return f"fn ({args}) -> {self.ret_type}"
 
     __repr__ = __str__
+
+
+def tensor_types(ty: Type) -> list[TensorType]:
+    """The tensor types of ``ty`` in order (tuples flattened, nested ones too); raises
+    :class:`~passhost.errors.IRTypeError` for a type that holds something else."""
+    out: list[TensorType] = []
+    stack = [ty]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, TupleType):
+            stack.extend(reversed(t.fields))
+        elif isinstance(t, TensorType):
+            out.append(t)
+        else:
+            raise IRTypeError(f"expected tensors or tuples of tensors, found a value of type {t}")
+    return out

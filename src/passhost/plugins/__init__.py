@@ -28,12 +28,19 @@ from passhost.plugins.options import (
     option_type,
 )
 from passhost.plugins.registry import Entry, Registries, Registry
-from passhost.plugins.specs import InstrumentSpec, PassSpec, PipelineSpec, lazy_factory
+from passhost.plugins.specs import (
+    InstrumentSpec,
+    PassSpec,
+    PatternTableSpec,
+    PipelineSpec,
+    lazy_factory,
+)
 
 __all__ = [
     "BOOL", "ENTRY_POINT_GROUP", "FLOAT", "INSTRUMENT_CALLBACKS", "INT", "STATUSES",
     "LoadSettings", "PluginFailure", "create_host", "STR", "STR_LIST", "STR_LIST_MAP",
-    "Entry", "InstrumentSpec", "OptionSpec", "OptionType", "PassSpec", "PipelineSpec",
+    "Entry", "InstrumentSpec", "OptionSpec", "OptionType", "PassSpec", "PatternTableSpec",
+    "PipelineSpec",
     "PluginHost", "PluginRecord", "Registries", "Registry", "get_host", "hookimpl",
     "hookspec", "instrument_spec", "int_range", "lazy_factory", "option_type",
     "options_of", "set_host",

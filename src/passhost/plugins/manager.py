@@ -248,7 +248,7 @@ def _check_specs(plugin: str, hook: str, attr: str, specs: list[Any]) -> None:
     """Refuse what a registration hook returned when a spec breaks the contract
     (:mod:`.spec_checks`, the checks ``check_plugin`` makes too)."""
     problems = [problem for spec in specs
-                for problem in spec_problems(attr, spec, parse_pipelines=False)]
+                for problem in spec_problems(attr, spec)]
     if problems:
         raise PluginError(f"plugin {plugin!r}: {hook}: {'; '.join(problems)}")
 

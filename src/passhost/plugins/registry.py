@@ -82,10 +82,11 @@ class Registry:
 
 
 class Registries:
-    """The five registries the registration hooks fill."""
+    """The registries the registration hooks fill."""
 
     KINDS = {"passes": "pass", "instruments": "instrument", "targets": "target",
-             "config_options": "config option", "pipelines": "pipeline"}
+             "config_options": "config option", "pipelines": "pipeline",
+             "pattern_tables": "pattern table"}
 
     def __init__(self, unknown_hint: Callable[[], str] | None = None) -> None:
         """``unknown_hint`` gives the text ending every unknown-name error (where the name
@@ -95,6 +96,7 @@ class Registries:
         self.targets = Registry("target", unknown_hint)
         self.config_options = Registry("config option", unknown_hint)
         self.pipelines = Registry("pipeline", unknown_hint)
+        self.pattern_tables = Registry("pattern table", unknown_hint)
 
     def by_attr(self, attr: str) -> Registry:
         """The registry stored under ``attr`` (one of :attr:`KINDS`)."""

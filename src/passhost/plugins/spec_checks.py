@@ -5,8 +5,8 @@ makes them when it registers a plugin (a failing plugin is ``invalid``) and
 A spec must be of the hook's type; names must be writable in a pipeline and on the command
 line (``sequential`` is reserved for nested pipelines); opt levels, dependencies, options
 and their defaults well formed; a factory must take every declared option as a keyword
-argument and need no other; a pipeline's text must parse (``check_plugin`` only: the host
-leaves that to the pipeline's first use).
+argument and need no other. (Whether a pipeline's text parses is checked by ``check_plugin``
+and at the pipeline's first use: parsing needs the pass layer, above this one.)
 """
 
 from __future__ import annotations
@@ -19,47 +19,50 @@ from passhost.plugins.hookspecs import REGISTRATION_HOOKS
 from passhost.plugins.names import SEQUENTIAL, is_name
 from passhost.plugins.options import OptionSpec
 from passhost.plugins.registry import Registries
-from passhost.plugins.specs import InstrumentSpec, PassSpec, PipelineSpec
+from passhost.plugins.specs import (
+    InstrumentSpec,
+    PassSpec,
+    PatternTableSpec,
+    PipelineSpec,
+    TargetKindBase,
+)
 
 __all__ = ["expected_spec", "spec_problems"]
 
 #: What each registration hook must return, by registry attribute.
-_SPEC_TYPES: dict[str, type | None] = {
+_SPEC_TYPES: dict[str, type] = {
     "passes": PassSpec,
     "instruments": InstrumentSpec,
     "config_options": OptionSpec,
     "pipelines": PipelineSpec,
-    "targets": None,  # target kinds: checked by the plugin host (TargetKind)
+    "pattern_tables": PatternTableSpec,
+    "targets": TargetKindBase,  # passhost.target.TargetKind, which checks itself
 }
-_HOOK_OF_SPEC = {cls: hook for hook, attr in REGISTRATION_HOOKS.items()
-                 if (cls := _SPEC_TYPES[attr]) is not None}
+_HOOK_OF_SPEC = {_SPEC_TYPES[attr]: hook for hook, attr in REGISTRATION_HOOKS.items()}
+
 
 def expected_spec(attr: str) -> str:
     """What the registration hook of ``attr`` returns, for messages."""
     cls = _SPEC_TYPES[attr]
-    return "target kinds" if cls is None else cls.__name__
+    return "target kinds" if cls is TargetKindBase else cls.__name__
 
 
-def spec_problems(attr: str, spec: Any, *, parse_pipelines: bool = True) -> list[str]:
-    """What is wrong with one spec returned by the registration hook of ``attr``. With
-    ``parse_pipelines`` false a pipeline's text is not parsed (the host leaves that to
-    the pipeline's first use: parsing needs the pass layer, and a syntax error then names
-    the pipeline where it is used)."""
+def spec_problems(attr: str, returned: object) -> list[str]:
+    """What is wrong with one spec returned by the registration hook of ``attr``."""
     cls = _SPEC_TYPES[attr]
-    if cls is not None and not isinstance(spec, cls):
+    spec: Any = returned
+    if not isinstance(returned, cls):
         hint = ""
-        belongs = _HOOK_OF_SPEC.get(type(spec))
+        belongs = next((hook for spec_type, hook in _HOOK_OF_SPEC.items()
+                        if isinstance(spec, spec_type)), None)
         if belongs is not None:
             hint = f" ({type(spec).__name__} objects are returned by {belongs})"
-        return [f"returned {type(spec).__name__} {spec!r}, expected {cls.__name__}{hint}"]
+        expected = "TargetKind" if cls is TargetKindBase else cls.__name__
+        return [f"returned {type(spec).__name__} {spec!r}, expected {expected}{hint}"]
+    if cls is TargetKindBase:
+        return []
     kind = Registries.KINDS[attr]
     name = getattr(spec, "name", None)
-    if cls is None:
-        from passhost.target.kind import TargetKind
-
-        if not isinstance(spec, TargetKind):
-            return [f"returned {type(spec).__name__} {spec!r}, expected TargetKind"]
-        return []
     what = f"{kind} {name!r}"
     found = _name_problems(kind, name, what)
     if attr == "config_options":
@@ -68,11 +71,13 @@ def spec_problems(attr: str, spec: Any, *, parse_pipelines: bool = True) -> list
     if not isinstance(summary, str):
         found.append(f"{what}: summary is a str, found {summary!r}")
     if attr == "pipelines":
-        if parse_pipelines:
-            found.extend(_pipeline_problems(spec, what))
+        if not isinstance(spec.text, str):
+            found.append(f"{what}: text is a str, found {spec.text!r}")
         return found
     if not callable(spec.factory):
         found.append(f"{what}: factory {spec.factory!r} is not callable")
+    if attr == "pattern_tables":
+        return found
     if attr == "passes":
         found.extend(_pass_problems(spec, what))
     found.extend(_options_problems(spec, what))
@@ -99,19 +104,6 @@ def _pass_problems(spec: PassSpec, what: str) -> list[str]:
         if not isinstance(required, str) or not required:
             found.append(f"{what}: required holds pass names, found {required!r}")
     return found
-
-
-def _pipeline_problems(spec: PipelineSpec, what: str) -> list[str]:
-    from passhost.errors import ParseError
-    from passhost.transform.pipeline import parse_pipeline
-
-    if not isinstance(spec.text, str):
-        return [f"{what}: text is a str, found {spec.text!r}"]
-    try:
-        parse_pipeline(spec.text, source_name=f"<pipeline {spec.name}>")
-    except ParseError as err:
-        return [f"{what}: {err}"]
-    return []
 
 
 def _options_problems(spec: PassSpec | InstrumentSpec, what: str) -> list[str]:

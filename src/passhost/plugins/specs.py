@@ -1,4 +1,5 @@
-"""What registration hooks return: specs of passes, instruments and pipelines.
+"""What registration hooks return: specs of passes, instruments, pipelines and pattern
+tables.
 
 A spec is plain data naming a factory; it knows nothing of the IR. The factory is called
 only when the named thing is used, with its options checked against the declared types.
@@ -17,7 +18,7 @@ from passhost.plugins.options import OptionSpec
 
 
 def lazy_factory(module: str, name: str) -> Callable[..., Any]:
-    """A factory calling ``module.name(**options)``, importing the module on first call, so
+    """A factory calling ``module.name(*args, **options)``, importing the module on first call, so
     that registering it imports nothing. Its ``resolve()`` imports the module and returns
     ``module.name`` (``passhost plugins list --check`` calls it for every such factory); a
     module that does not import, or lacks ``name``, is a :class:`PluginError`."""
@@ -29,8 +30,8 @@ def lazy_factory(module: str, name: str) -> Callable[..., Any]:
             raise PluginError(f"{module}.{name} cannot be imported: {type(err).__name__}: "
                               f"{err}") from err
 
-    def create(**options: Any) -> Any:
-        return resolve()(**options)
+    def create(*args: Any, **options: Any) -> Any:
+        return resolve()(*args, **options)
 
     create.__name__ = create.__qualname__ = name
     create.__doc__ = f"Create {module}.{name}."
@@ -97,10 +98,29 @@ class InstrumentSpec:
                                    from_text=from_text)
 
 
+class TargetKindBase:
+    """The base class of target kinds (``passhost.target.TargetKind``, which checks its own
+    declaration): what ``passhost_register_target_kinds`` returns."""
+
+    __slots__ = ()
+
+
 @frozen
 class PipelineSpec:
     """A named pipeline: a pass list in the textual pipeline syntax."""
 
     name: str
     text: str
+    summary: str = ""
+
+
+@frozen
+class PatternTableSpec:
+    """A named pattern table for MergeComposite and partitioning: ``factory(target)``
+    returns its ``(composite name, pattern[, check])`` entries for ``target`` (the
+    ``passhost.target.Target`` being built for, or None when the table is named outside a
+    build, as in ``MergeComposite{pattern_table=NAME}``)."""
+
+    name: str
+    factory: Callable[[Any], Any]
     summary: str = ""

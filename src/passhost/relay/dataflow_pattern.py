@@ -13,9 +13,11 @@ A pattern node used twice must match the same expression both times (``x = wildc
 is_op("add")(x, x)`` matches ``add(a, a)`` only). Matching recurses over the pattern, which is
 small; the graph is explored only as deep as the pattern reaches.
 
-Named pattern tables (lists of ``(name, pattern[, check])`` entries, as targets declare for
-MergeComposite) are registered here with :func:`register_pattern_table`; the table ``example``
-(conv2d + bias_add [+ relu], dense + add) serves the documentation and experiments.
+Named pattern tables (lists of ``(name, pattern[, check])`` entries, which target kinds name
+for MergeComposite) are registered with the plugin host, as every named extension is
+(``passhost_register_pattern_tables``), and read with :func:`get_pattern_table`; the
+built-in table ``example`` (conv2d + bias_add [+ relu], dense + add) serves the
+documentation and experiments.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from typing import Any
 
 from attrs import field, frozen
 
-from passhost.errors import OptionError, UnknownNameError
+from passhost.errors import OptionError
 from passhost.ir.expr import BaseExpr
 from passhost.ir.node import FrozenDict, frozen_dict
 from passhost.ir.types import TensorType, check_dtype
+from passhost.plugins.manager import get_host
 from passhost.relay.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from passhost.relay.op.registry import Op, get_op
 
@@ -37,7 +40,7 @@ __all__ = [
     "OperatorPattern", "Pattern", "PatternEntry", "ShapePattern", "TupleGetItemPattern",
     "TuplePattern", "VarPattern", "WildcardPattern", "get_pattern_table", "is_constant",
     "is_op", "is_tuple", "is_tuple_get_item", "is_var", "match_bindings",
-    "node_key", "normalize_pattern_table", "register_pattern_table", "wildcard",
+    "node_key", "normalize_pattern_table", "example_pattern_table", "wildcard",
 ]
 
 RootKeys = frozenset | None
@@ -472,11 +475,6 @@ Check = Callable[[BaseExpr], Any]
 PatternEntry = tuple[str, Pattern, Check | None]
 """A normalised pattern-table entry: composite name, pattern, optional check of the root."""
 
-TableSource = Sequence[tuple] | Callable[[], Sequence[tuple]]
-
-_TABLES: dict[str, TableSource] = {}
-
-
 def normalize_pattern_table(table: Sequence[tuple], where: str = "pattern table",
                             ) -> tuple[PatternEntry, ...]:
     """Check a table of ``(name, pattern)`` or ``(name, pattern, check)`` entries and
@@ -502,34 +500,20 @@ def normalize_pattern_table(table: Sequence[tuple], where: str = "pattern table"
     return tuple(out)
 
 
-def register_pattern_table(name: str, table: TableSource, *, override: bool = False) -> None:
-    """Register pattern table ``name``: a sequence of entries, or a function returning one
-    (called each time the table is looked up, so patterns may be built lazily)."""
-    if name in _TABLES and not override:
-        raise ValueError(f"pattern table {name!r} is already registered "
-                         f"(pass override=True to replace it)")
-    if not callable(table):
-        normalize_pattern_table(table, f"pattern table {name!r}")
-    _TABLES[name] = table
+def get_pattern_table(name: str, target: Any = None) -> tuple[PatternEntry, ...]:
+    """The normalised entries of the pattern table registered as ``name`` (by a plugin's
+    ``passhost_register_pattern_tables``), made for ``target`` (a Target, or None outside
+    a build); an unknown name raises :class:`~passhost.errors.UnknownNameError` listing
+    close matches."""
+    spec = get_host().registries.pattern_tables.get(name)
+    return normalize_pattern_table(spec.factory(target), f"pattern table {name!r}")
 
 
-def get_pattern_table(name: str) -> tuple[PatternEntry, ...]:
-    """The normalised entries of registered table ``name``; an unknown name raises
-    :class:`~passhost.errors.UnknownNameError` listing close matches."""
-    source = _TABLES.get(name)
-    if source is None:
-        raise UnknownNameError("pattern table", name, _TABLES)
-    table = source() if callable(source) else source
-    return normalize_pattern_table(table, f"pattern table {name!r}")
-
-
-def _example_table() -> list[tuple[str, Pattern]]:
-    """A small float table for documentation and experiments (``pattern_table=example``)."""
+def example_pattern_table(target: Any = None) -> list[tuple[str, Pattern]]:
+    """A small float table for documentation and experiments (``pattern_table=example``):
+    conv2d + bias_add [+ relu], dense + add; the same for every target."""
     conv = is_op("nn.conv2d")(wildcard(), is_constant())
     conv_bias = is_op("nn.bias_add")(conv, is_constant())
     dense_add = is_op("add")(is_op("nn.dense")(wildcard(), is_constant()), is_constant())
     return [("example.conv2d_bias_relu", conv_bias.optional(lambda x: is_op("nn.relu")(x))),
             ("example.dense_add", dense_add)]
-
-
-register_pattern_table("example", _example_table)

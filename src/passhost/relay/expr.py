@@ -38,6 +38,12 @@ class Expr(BaseExpr):
             ty = infer_type(self)
         return ty
 
+    def as_function(self) -> Function:
+        """A function of this expression's free variables returning it."""
+        from passhost.relay.analysis import free_vars
+
+        return Function(free_vars(self), self)
+
     def children(self) -> tuple[BaseExpr, ...]:
         """The expressions this one refers to directly, in evaluation order."""
         return ()
@@ -214,6 +220,10 @@ class Function(Expr, BaseFunc):
     def func_attrs(self) -> FrozenDict:
         """The function's attributes."""
         return self.attrs
+
+    def as_function(self) -> Function:
+        """The function itself."""
+        return self
 
     def children(self) -> tuple[BaseExpr, ...]:
         """The parameters, then the body."""

@@ -288,8 +288,8 @@ def _text(path: Path, members: Mapping[str, bytes], name: str) -> str:
 
 def _parse_tir(path: Path, members: Mapping[str, bytes], kind: str) -> IRModule:
     """The PrimFuncs of target ``kind`` from ``tir/<kind>.txt``, each tagged with it and
-    passing :func:`~passhost.backend.prim_func_check.check_prim_func`."""
-    from passhost.backend.prim_func_check import PrimFuncCheckError, check_prim_func
+    passing :func:`~passhost.runtime.prim_func_check.check_prim_func`."""
+    from passhost.runtime.prim_func_check import PrimFuncCheckError, check_prim_func
     from passhost.text.module import parse_module
 
     member = f"tir/{kind}.txt"

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 from attrs import evolve, field, frozen
 
 from passhost.errors import OptionError, PluginError, UnknownNameError, close_matches
+from passhost.plugins.names import is_name
 from passhost.plugins.options import OptionSpec
+from passhost.plugins.specs import TargetKindBase
 
 if TYPE_CHECKING:
     from passhost.ir.module import IRModule
@@ -39,14 +41,19 @@ def is_target_name(text: object) -> bool:
 
 
 @frozen(eq=False, repr=False)
-class TargetKind:
+class TargetKind(TargetKindBase):
     """A kind of target (``cpu``, ``cmsis-nn``...): its typed options and what it adds to
     the build flow. Kinds compare by identity; targets compare by kind name and options.
 
     ``lowers_loops(target)``, for a host kind, says whether the default lowering should
     build loop nests from the operators' TE computes for this build (the kind's
     ``tir_to_runtime`` compiles them); without it, or when it says no, operators are
-    lowered to kernel calls."""
+    lowered to kernel calls.
+
+    ``pattern_table`` is what partitioning merges for this kind: the name of a pattern table
+    registered with the plugin host (``passhost_register_pattern_tables``, listed by
+    ``passhost pattern-tables list``), a function of the :class:`Target` returning entries,
+    or the entries themselves; each is made for the target being built."""
 
     name: str
     options: tuple[OptionSpec, ...] = ()
@@ -106,15 +113,18 @@ class TargetKind:
                                    where=f"; the phases are {', '.join(PHASES)}")
         return self.phase_passes.get(phase, ())
 
-    def pattern_entries(self) -> tuple[Any, ...]:
-        """The pattern table as normalised ``(name, pattern, check)`` entries (calling it
-        first when it is a function); empty when the kind has none."""
-        if self.pattern_table is None:
+    def pattern_entries(self, target: Target | None = None) -> tuple[Any, ...]:
+        """The pattern table made for ``target``, as normalised ``(name, pattern, check)``
+        entries; empty when the kind has none."""
+        table = self.pattern_table
+        if table is None:
             return ()
-        from passhost.relay.dataflow_pattern import normalize_pattern_table
+        from passhost.relay.dataflow_pattern import get_pattern_table, normalize_pattern_table
 
-        table = self.pattern_table() if callable(self.pattern_table) else self.pattern_table
-        return normalize_pattern_table(table, f"pattern table of target kind {self.name!r}")
+        if isinstance(table, str):
+            return get_pattern_table(table, target)
+        entries = table(target) if callable(table) else table
+        return normalize_pattern_table(entries, f"pattern table of target kind {self.name!r}")
 
 
 def _check_options(options: Any, what: str) -> tuple[OptionSpec, ...]:
@@ -220,10 +230,14 @@ def _check_rest(kind: TargetKind, what: str) -> None:
         if function is not None and not callable(function):
             raise TargetKindError(f"{what}: {attr} is a function or None, found {function!r}")
     table = kind.pattern_table
-    if table is not None and not callable(table) and (
-            isinstance(table, (str, bytes, Mapping)) or not isinstance(table, Iterable)):
-        raise TargetKindError(f"{what}: pattern_table is a sequence of (name, pattern[, check]) "
-                              f"entries or a function returning one, found {table!r}")
+    if isinstance(table, str):
+        if not is_name(table):
+            raise TargetKindError(f"{what}: pattern_table {table!r} is not a pattern table name")
+    elif table is not None and not callable(table) and (
+            isinstance(table, (bytes, Mapping)) or not isinstance(table, Iterable)):
+        raise TargetKindError(f"{what}: pattern_table is the name of a registered pattern "
+                              f"table, a function of the target returning (name, pattern"
+                              f"[, check]) entries, or the entries, found {table!r}")
     if not isinstance(kind.host, bool):
         raise TargetKindError(f"{what}: host is a bool, found {kind.host!r}")
     if not isinstance(kind.summary, str):

@@ -24,7 +24,7 @@ from typing import Any
 
 import pluggy
 
-from passhost.errors import PluginError
+from passhost.errors import ParseError, PluginError
 from passhost.plugins.contract import unknown_hook, unmarked_functions
 from passhost.plugins.hookspecs import (
     ALL_HOOKS,
@@ -35,6 +35,7 @@ from passhost.plugins.hookspecs import (
 from passhost.plugins.manager import BUILTIN_PLUGIN, PluginHost, PluginRecord, get_host, set_host
 from passhost.plugins.registry import Registries
 from passhost.plugins.spec_checks import expected_spec, spec_problems
+from passhost.plugins.specs import PipelineSpec
 
 __all__ = [
     "PluginCheckError", "check_plugin", "fresh_host", "imported_modules", "plugin_name",
@@ -248,10 +249,23 @@ def _collect_specs(registration: Mapping[str, list[Callable[[], Any]]],
                 continue
             for spec in returned:
                 found = spec_problems(attr, spec)
+                if not found and attr == "pipelines":
+                    found = _pipeline_problems(spec)
                 problems.extend(f"{hook}: {problem}" for problem in found)
                 if not found:
                     specs[attr].append(spec)
     return specs
+
+
+def _pipeline_problems(spec: PipelineSpec) -> list[str]:
+    """A pipeline whose text does not parse (the host finds that only at first use)."""
+    from passhost.transform.pipeline import parse_pipeline
+
+    try:
+        parse_pipeline(spec.text, source_name=f"<pipeline {spec.name}>")
+    except ParseError as err:
+        return [f"pipeline {spec.name!r}: {err}"]
+    return []
 
 
 def _check_names(specs: Mapping[str, list[Any]], builtin: Registries,

@@ -19,6 +19,7 @@ from attrs import field, frozen
 from passhost.errors import IRTypeError, UnknownNameError
 from passhost.ir.node import FrozenDict, frozen_dict
 from passhost.ir.types import FLOAT_DTYPES, INT_DTYPES
+from passhost.tir import numpy_math
 from passhost.tir.expr import Call, PrimExpr, convert
 
 __all__ = ["INTRINSICS", "Intrinsic", "check_intrinsic_call", "intrinsic_call"]
@@ -66,24 +67,6 @@ def _reference(fn: Callable[..., Any], returns_bool: bool = False) -> Callable[.
     return reference
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    from passhost.relay.op.tensor import erf_float64
-
-    return erf_float64(x)
-
-
-def _rsqrt(x: np.ndarray) -> np.ndarray:
-    from passhost.relay.op.tensor import _rsqrt as rsqrt
-
-    return rsqrt(x)
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    from passhost.relay.op.tensor import stable_sigmoid
-
-    return stable_sigmoid(x)
-
-
 def _libm(name: str) -> dict[str, str]:
     return {"float32": f"{name}f", "float64": name}
 
@@ -97,9 +80,9 @@ _FLOAT_UNARY: tuple[tuple[str, Callable[..., Any], Mapping[str, str] | str], ...
     ("exp", np.exp, "exp"), ("exp2", np.exp2, "exp2"), ("expm1", np.expm1, "expm1"),
     ("log", np.log, "log"), ("log2", np.log2, "log2"), ("log10", np.log10, "log10"),
     ("log1p", np.log1p, "log1p"), ("sqrt", np.sqrt, "sqrt"),
-    ("rsqrt", _rsqrt, {"float32": "ph_rsqrtf", "float64": "ph_rsqrt"}),
-    ("erf", _erf, "erf"), ("tanh", np.tanh, "tanh"),
-    ("sigmoid", _sigmoid, {"float32": "ph_sigmoidf", "float64": "ph_sigmoid"}),
+    ("rsqrt", numpy_math.rsqrt, {"float32": "ph_rsqrtf", "float64": "ph_rsqrt"}),
+    ("erf", numpy_math.erf_float64, "erf"), ("tanh", np.tanh, "tanh"),
+    ("sigmoid", numpy_math.sigmoid, {"float32": "ph_sigmoidf", "float64": "ph_sigmoid"}),
     ("sin", np.sin, "sin"), ("cos", np.cos, "cos"), ("tan", np.tan, "tan"),
     ("asin", np.arcsin, "asin"), ("acos", np.arccos, "acos"), ("atan", np.arctan, "atan"),
     ("sinh", np.sinh, "sinh"), ("cosh", np.cosh, "cosh"), ("asinh", np.arcsinh, "asinh"),

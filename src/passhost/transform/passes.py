@@ -1,4 +1,5 @@
-"""Passes: module, function and PrimFunc passes, ``Sequential``, and their decorators.
+"""Passes: module passes, the per-function base of the graph and PrimFunc passes (which
+live with their IR), ``Sequential``, and the pass decorators.
 
 Calling a pass runs it under the current :class:`PassContext`: with no instruments the body
 is called directly; otherwise the context's instrument protocol wraps it. The outermost pass
@@ -87,70 +88,34 @@ class ModulePass(Pass):
         return _check_module(self._func(mod, ctx), self.info)
 
 
-class _PerFunctionPass(Pass):
-    """A pass applied to each function of one kind: ``func(f, mod, ctx) -> f'``."""
+class PerFunctionPass(Pass):
+    """A pass applied to each function of one kind: ``func(f, mod, ctx) -> f'``. Subclasses
+    (``passhost.relay.transform.FunctionPass``, ``passhost.tir.transform.PrimFuncPass``) set
+    ``kind`` and may narrow :meth:`selects`."""
 
-    __slots__ = ("_func", "_kind")
+    __slots__ = ("_func",)
+    kind: type = BaseFunc
 
     def __init__(self, func: Callable[[Any, IRModule, PassContext], Any], info: PassInfo) -> None:
         self._func = func
         self.info = info
-        self._kind: type = BaseFunc
 
-    def _selects(self, func: BaseFunc) -> bool:
-        return isinstance(func, self._kind)
+    def selects(self, func: BaseFunc) -> bool:
+        """Whether the pass rewrites ``func``."""
+        return isinstance(func, self.kind)
 
     def _body(self, mod: IRModule, ctx: PassContext) -> IRModule:
         changed: dict[Any, Any] = {}
         for gvar, func in mod.functions.items():
-            if not self._selects(func):
+            if not self.selects(func):
                 continue
             new = self._func(func, mod, ctx)
             if new is not func:
-                if not isinstance(new, self._kind):
+                if not isinstance(new, self.kind):
                     raise TypeError(f"pass {self.info.name} returned {type(new).__name__} for "
-                                    f"@{gvar.name_hint}, expected {self._kind.__name__}")
+                                    f"@{gvar.name_hint}, expected {self.kind.__name__}")
                 changed[gvar] = new
         return mod.with_functions(changed) if changed else mod
-
-
-def _relay_function() -> type:
-    from passhost.relay.expr import Function
-
-    return Function
-
-
-def _prim_func() -> type:
-    from passhost.tir.function import PrimFunc
-
-    return PrimFunc
-
-
-class FunctionPass(_PerFunctionPass):
-    """A pass applied to each graph function of the module that the graph passes rewrite
-    (``passhost.relay.transform.common.optimisable``: not marked ``Compiler``, owned by an
-    external target, nor ``SkipOptimization``, nor already ``Primitive``)."""
-
-    __slots__ = ()
-
-    def __init__(self, func: Callable[[Any, IRModule, PassContext], Any], info: PassInfo) -> None:
-        super().__init__(func, info)
-        self._kind = _relay_function()
-
-    def _selects(self, func: BaseFunc) -> bool:
-        from passhost.relay.transform.common import optimisable
-
-        return optimisable(func)
-
-
-class PrimFuncPass(_PerFunctionPass):
-    """A pass applied to each PrimFunc of the module."""
-
-    __slots__ = ()
-
-    def __init__(self, func: Callable[[Any, IRModule, PassContext], Any], info: PassInfo) -> None:
-        super().__init__(func, info)
-        self._kind = _prim_func()
 
 
 class Sequential(Pass):
@@ -233,9 +198,13 @@ def _pass_class(kind: type, cls: type, method: str, info: PassInfo) -> type:
     return type(cls.__name__, (kind,), namespace)
 
 
-def _decorator(kind: type, method: str, pass_arg: Any, opt_level: int, name: str | None,
-               required: Iterable[str] | str | None, traceable: bool,
-               always: bool) -> Any:
+def pass_decorator(kind: type, method: str, pass_arg: Any, opt_level: int, name: str | None,
+                   required: Iterable[str] | str | None, traceable: bool,
+                   always: bool) -> Any:
+    """What ``module_pass`` & co. return: a ``kind`` pass made from a function, or a pass
+    class made from a class whose ``method`` is the body; ``pass_arg`` None makes it a
+    decorator."""
+
     def create(target: Any) -> Any:
         info = PassInfo(opt_level, name or str(getattr(target, "__name__", "")), required,
                         traceable, always_run=always)
@@ -253,23 +222,5 @@ def module_pass(pass_func: Any = None, opt_level: int = 0, name: str | None = No
                 *, always_run: bool = False) -> Any:
     """Make a module pass from ``func(mod, ctx)``, or a pass class from a class with
     ``transform_module(self, mod, ctx)``; usable directly or as a decorator."""
-    return _decorator(ModulePass, "transform_module", pass_func, opt_level, name, required,
+    return pass_decorator(ModulePass, "transform_module", pass_func, opt_level, name, required,
                       traceable, always_run)
-
-
-def function_pass(pass_func: Any = None, opt_level: int = 0, name: str | None = None,
-                  required: Iterable[str] | str | None = None, traceable: bool = False,
-                  *, always_run: bool = False) -> Any:
-    """Make a pass applied to each graph function from ``func(f, mod, ctx)``, or from a
-    class with ``transform_function(self, f, mod, ctx)``."""
-    return _decorator(FunctionPass, "transform_function", pass_func, opt_level, name,
-                      required, traceable, always_run)
-
-
-def prim_func_pass(pass_func: Any = None, opt_level: int = 0, name: str | None = None,
-                   required: Iterable[str] | str | None = None, traceable: bool = False,
-                   *, always_run: bool = False) -> Any:
-    """Make a pass applied to each PrimFunc from ``func(f, mod, ctx)``, or from a class with
-    ``transform_function(self, f, mod, ctx)``."""
-    return _decorator(PrimFuncPass, "transform_function", pass_func, opt_level, name,
-                      required, traceable, always_run)

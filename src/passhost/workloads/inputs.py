@@ -7,8 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from passhost.ir.types import TensorType, Type, is_float_dtype
+from passhost.relay.expr import Function
 
-__all__ = ["random_arrays"]
+__all__ = ["random_arrays", "random_inputs"]
 
 
 def random_arrays(types: Sequence[Type], seed: int = 0) -> list[np.ndarray]:
@@ -28,3 +29,9 @@ def random_arrays(types: Sequence[Type], seed: int = 0) -> list[np.ndarray]:
             arr = rng.integers(lo, hi + 1, size=ty.shape).astype(ty.dtype)
         out.append(arr)
     return out
+
+
+def random_inputs(func: Function, seed: int = 0) -> list[np.ndarray]:
+    """Random arrays for the parameters of graph function ``func`` (:func:`random_arrays`
+    of their types)."""
+    return random_arrays([p.checked_type for p in func.params], seed)

@@ -112,8 +112,9 @@ def _check(name: str, **options: Any) -> Callable[[Expr], bool]:
     return check
 
 
-def pattern_table() -> list[tuple[str, Pattern, Callable[[Expr], bool]]]:
-    """The entries ``(composite name, pattern, check)``, in the order they are tried."""
+def pattern_table(target: Any = None) -> list[tuple[str, Pattern, Callable[[Expr], bool]]]:
+    """The entries ``(composite name, pattern, check)``, in the order they are tried (the
+    same for every ``target``)."""
     conv, fc = f"{KIND}.qnn_conv2d", f"{KIND}.qnn_fully_connected"
     return [
         (conv, _conv2d(True), _check(conv, fused_pad=True)),

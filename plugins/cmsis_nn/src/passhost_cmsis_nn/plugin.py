@@ -1,4 +1,4 @@
-"""The ``cmsis-nn`` plugin: the target kind, its partitioning pass and pipeline.
+"""The ``cmsis-nn`` plugin: the target kind, its pattern table, partitioning pass and pipeline.
 
 Registering imports nothing heavy: the pattern table, the lowering and the code generator
 are imported when the build first needs them.
@@ -9,18 +9,21 @@ from __future__ import annotations
 from typing import Any
 
 from passhost import hookimpl
-from passhost.plugins import BOOL, STR, STR_LIST, OptionSpec, PassSpec, PipelineSpec
+from passhost.plugins import (
+    BOOL,
+    STR,
+    STR_LIST,
+    OptionSpec,
+    PassSpec,
+    PatternTableSpec,
+    PipelineSpec,
+    lazy_factory,
+)
 from passhost.target import TargetKind
 
 KIND = "cmsis-nn"
 MERGE_PASS = "CmsisNNMergeComposite"
 PIPELINE = "partition_for_cmsis_nn"
-
-
-def _pattern_table() -> Any:
-    from passhost_cmsis_nn.patterns import pattern_table
-
-    return pattern_table()
 
 
 def _relay_to_tir(target: Any, mod: Any) -> Any:
@@ -39,7 +42,7 @@ def _merge_composite() -> Any:
     from passhost.relay.transform import MergeComposite
     from passhost.transform import Sequential
 
-    return Sequential([MergeComposite(_pattern_table())], name=MERGE_PASS)
+    return Sequential([MergeComposite(KIND)], name=MERGE_PASS)
 
 
 @hookimpl
@@ -56,9 +59,17 @@ def passhost_register_targets() -> list[TargetKind]:
         ),
         relay_to_tir=_relay_to_tir,
         tir_to_runtime=_tir_to_runtime,
-        pattern_table=_pattern_table,
+        pattern_table=KIND,
         summary="int8/int16 operators as CMSIS-NN calls in generated C (NumPy on the host)",
     )]
+
+
+@hookimpl
+def passhost_register_pattern_tables() -> list[PatternTableSpec]:
+    """The layers the cmsis-nn target offloads (the kind names it)."""
+    return [PatternTableSpec(KIND, lazy_factory("passhost_cmsis_nn.patterns", "pattern_table"),
+                             "the int8/int16 layers CMSIS-NN runs: conv2d, fully connected, "
+                             "pools, softmax, add, mul")]
 
 
 @hookimpl

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from passhost.backend import KernelCall, decode_kernel_call
 from passhost.errors import PasshostError
+from passhost.runtime import KernelCall, decode_kernel_call
 from passhost.tir import INTRINSICS, Buffer, PrimFunc
 from passhost.tir import expr as te
 from passhost.tir import stmt as ts

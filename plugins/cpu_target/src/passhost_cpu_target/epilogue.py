@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from attrs import frozen
 
-from passhost.backend import KernelCall
+from passhost.runtime import KernelCall
 from passhost.tir import Buffer
 from passhost_cpu_target.selection import call_buffers
 

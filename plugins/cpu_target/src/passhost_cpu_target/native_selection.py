@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 from attrs import frozen
 
-from passhost.backend import KernelCall
+from passhost.runtime import KernelCall
 from passhost.tir import Buffer
 from passhost_cpu_target import native, native_kernels
 from passhost_cpu_target.epilogue import Epilogue, match_epilogue

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from attrs import frozen
 
-from passhost.backend import KernelCall
+from passhost.runtime import KernelCall
 from passhost_cpu_target.native_selection import native_plan
 from passhost_cpu_target.selection import KernelPlan, select_kernel
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from attrs import field, frozen
 
-from passhost.backend import COPY, KernelCall
+from passhost.runtime import COPY, KernelCall
 from passhost.tir import Buffer
 from passhost_cpu_target import conv, kernels, pool
 

@@ -47,6 +47,7 @@ from passhost.relay.op.elemwise_te import (
     unary_compute,
 )
 from passhost.relay.op.registry import ArgTypes, Op, OpPattern, TypeRelation, define_op
+from passhost.tir import numpy_math
 from passhost.tir.expr import Max, Min, PrimExpr
 
 __all__ = [
@@ -225,54 +226,6 @@ def unary_op(name: str, kernel: Callable[[np.ndarray], np.ndarray], type_rel: Ty
                      te_compute=te_compute)
 
 
-def _rsqrt(x: np.ndarray) -> np.ndarray:
-    return np.reciprocal(np.sqrt(x))
-
-
-def stable_sigmoid(x: np.ndarray) -> np.ndarray:
-    """The logistic function of a float array, in its dtype (only ever exponentiates a
-    non-positive number, so large |x| neither overflows nor loses precision)."""
-    e = np.exp(-np.abs(x))
-    one = np.ones((), x.dtype)
-    return np.where(x >= 0, one / (one + e), e / (one + e))
-
-
-_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-_ERF_SPLIT = 2.0
-_ERF_TERMS = 40
-
-
-def erf_float64(x: np.ndarray) -> np.ndarray:
-    """The error function of a float64 array, vectorised (relative error about 1e-15)."""
-    x = np.asarray(x, dtype=np.float64)
-    ax = np.abs(x)
-    out = np.empty_like(ax)
-    small = ax < _ERF_SPLIT
-    # |x| < 2: erf(x) = 2/sqrt(pi) exp(-x^2) sum_n 2^n x^(2n+1) / (1 * 3 * ... * (2n+1)),
-    # a series of positive terms (Abramowitz & Stegun 7.1.6), converged after 40 terms.
-    xs = ax[small]
-    x2 = xs * xs
-    term = xs
-    total = xs
-    for n in range(1, _ERF_TERMS):
-        term = term * (2.0 * x2) / (2 * n + 1)
-        total = total + term
-    out[small] = _TWO_OVER_SQRT_PI * np.exp(-x2) * total
-    # |x| >= 2 (and NaN): 1 - erfc(|x|), with erfc(z) = exp(-z^2) / sqrt(pi) / K(z) and the
-    # continued fraction K(z) = z + (1/2) / (z + 1 / (z + (3/2) / (z + ...))) (A&S 7.1.14),
-    # evaluated bottom-up from 40 levels.
-    xl = ax[~small]
-    k = xl
-    for n in range(_ERF_TERMS, 0, -1):
-        k = xl + (n / 2.0) / k
-    out[~small] = 1.0 - np.exp(-xl * xl) / math.sqrt(math.pi) / k
-    return np.copysign(out, x)
-
-
-def _erf(x: np.ndarray) -> np.ndarray:
-    return erf_float64(x)
-
-
 def _negative_te(x: PrimExpr) -> PrimExpr:
     # Floats: a multiplication by -1 negates zeros too (0 - 0.0 would give 0.0, not -0.0).
     return x * -1 if is_float_dtype(x.dtype) else 0 - x
@@ -285,13 +238,14 @@ def _abs_te(x: PrimExpr) -> PrimExpr:
 
 
 sqrt = unary_op("sqrt", np.sqrt, float_rel, "Elementwise square root.", te.sqrt)
-rsqrt = unary_op("rsqrt", _rsqrt, float_rel, "Elementwise 1 / sqrt(x).",
+rsqrt = unary_op("rsqrt", numpy_math.rsqrt, float_rel, "Elementwise 1 / sqrt(x).",
                  lambda x: 1 / te.sqrt(x))
 exp = unary_op("exp", np.exp, float_rel, "Elementwise e ** x.", te.exp)
-erf = unary_op("erf", _erf, float_rel, "Elementwise Gauss error function.", te.erf)
+erf = unary_op("erf", numpy_math.erf_float64, float_rel, "Elementwise Gauss error function.",
+               te.erf)
 negative = unary_op("negative", np.negative, numeric_rel,
                     "Elementwise -x (integers wrap around).", _negative_te)
-sigmoid = unary_op("sigmoid", stable_sigmoid, float_rel, "Elementwise 1 / (1 + exp(-x)).",
+sigmoid = unary_op("sigmoid", numpy_math.sigmoid, float_rel, "Elementwise 1 / (1 + exp(-x)).",
                    te.sigmoid)
 tanh = unary_op("tanh", np.tanh, float_rel, "Elementwise hyperbolic tangent.", te.tanh)
 abs = unary_op("abs", np.abs, numeric_rel,

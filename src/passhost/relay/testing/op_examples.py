@@ -10,10 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from passhost.relay.expr import Function
-from passhost.workloads.inputs import random_arrays
 
 Builder = Callable[[], Function]
 
@@ -38,9 +35,3 @@ def all_examples() -> list[tuple[str, Builder]]:
             *examples_annotation.EXAMPLES, *examples_elemwise.EXAMPLES, *examples_reduce.EXAMPLES,
             *examples_movement.EXAMPLES, *examples_windows.EXAMPLES, *examples_norm.EXAMPLES,
             *examples_vision.EXAMPLES, *examples_signal.EXAMPLES]
-
-
-def random_inputs(func: Function, seed: int = 0) -> list[np.ndarray]:
-    """Random arrays for the parameters of ``func`` (see
-    :func:`passhost.workloads.random_arrays`)."""
-    return random_arrays([p.checked_type for p in func.params], seed)

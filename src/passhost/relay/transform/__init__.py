@@ -12,6 +12,7 @@ from passhost.relay.transform.dead_code import DeadCodeElimination
 from passhost.relay.transform.eliminate_common_subexpr import EliminateCommonSubexpr
 from passhost.relay.transform.fold_constant import FoldConstant
 from passhost.relay.transform.fold_scale_axis import FoldScaleAxis
+from passhost.relay.transform.function_pass import FunctionPass, function_pass
 from passhost.relay.transform.fuse_ops import FuseOps
 from passhost.relay.transform.infer_type import InferType
 from passhost.relay.transform.merge_composite import MergeComposite
@@ -20,6 +21,7 @@ from passhost.relay.transform.simplify_inference import SimplifyInference
 
 __all__ = [
     "AnnotateTarget", "CanonicalizeOps", "ConvertLayout", "DeadCodeElimination",
-    "EliminateCommonSubexpr", "FoldConstant", "FoldScaleAxis", "FuseOps", "InferType",
-    "MergeComposite", "PartitionGraph", "SimplifyInference", "bind_params_by_name",
+    "EliminateCommonSubexpr", "FoldConstant", "FoldScaleAxis", "FunctionPass", "FuseOps",
+    "InferType", "MergeComposite", "PartitionGraph", "SimplifyInference", "bind_params_by_name",
+    "function_pass",
 ]

@@ -34,9 +34,9 @@ from passhost.relay.expr import Call, Constant, Function
 from passhost.relay.op import nn
 from passhost.relay.op import tensor as tn
 from passhost.relay.transform.common import along_axis, optimisable
+from passhost.relay.transform.function_pass import function_pass
 from passhost.relay.visitor import ExprMutator
 from passhost.transform.context import PassContext
-from passhost.transform.passes import function_pass
 
 __all__ = ["CanonicalizeOps"]
 

@@ -21,9 +21,9 @@ from passhost.ir.expr import BaseExpr, GlobalVar
 from passhost.ir.module import IRModule
 from passhost.relay.expr import Call, Function, Tuple, TupleGetItem
 from passhost.relay.transform.common import optimisable
+from passhost.relay.transform.function_pass import function_pass
 from passhost.relay.visitor import ExprMutator, post_order
 from passhost.transform.context import PassContext
-from passhost.transform.passes import function_pass
 
 __all__ = ["EliminateCommonSubexpr"]
 

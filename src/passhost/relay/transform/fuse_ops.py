@@ -54,10 +54,10 @@ from passhost.ir.types import TensorType
 from passhost.relay.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from passhost.relay.op.registry import OpPattern
 from passhost.relay.transform.common import optimisable
+from passhost.relay.transform.function_pass import function_pass
 from passhost.relay.type_infer import infer_type
 from passhost.relay.visitor import post_order
 from passhost.transform.context import PassContext
-from passhost.transform.passes import function_pass
 
 __all__ = ["FuseOps"]
 

@@ -1,4 +1,4 @@
-"""The TIR passes the build runs at its phases: each a ``prim_func_pass``.
+"""The TIR passes the build runs at its phases: each a ``prim_func_pass`` (defined here).
 
 * ``tir.Simplify``: fold constant integer and bool arithmetic, drop single-iteration loops
   and decided branches;
@@ -10,6 +10,7 @@
 
 from passhost.tir.transform.annotate_loops import AnnotateLoops
 from passhost.tir.transform.collapse_loops import CollapseLoops, collapse_loops
+from passhost.tir.transform.prim_func_pass import PrimFuncPass, prim_func_pass
 from passhost.tir.transform.reuse_buffers import ReuseBuffers, reuse_buffers
 from passhost.tir.transform.simplify import Simplify, simplify
 from passhost.tir.transform.vectorize_reductions import (
@@ -17,5 +18,6 @@ from passhost.tir.transform.vectorize_reductions import (
     vectorize_reductions,
 )
 
-__all__ = ["AnnotateLoops", "CollapseLoops", "ReuseBuffers", "Simplify", "VectorizeReductions",
-           "collapse_loops", "reuse_buffers", "simplify", "vectorize_reductions"]
+__all__ = ["AnnotateLoops", "CollapseLoops", "PrimFuncPass", "ReuseBuffers", "Simplify",
+           "VectorizeReductions", "collapse_loops", "prim_func_pass", "reuse_buffers",
+           "simplify", "vectorize_reductions"]

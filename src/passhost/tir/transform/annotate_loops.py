@@ -22,9 +22,9 @@ from passhost.ir.module import IRModule
 from passhost.tir.expr import BufferLoad, Call
 from passhost.tir.function import PrimFunc
 from passhost.tir.stmt import Allocate, AllocateConst, BufferStore, For, SeqStmt, Stmt
+from passhost.tir.transform.prim_func_pass import prim_func_pass
 from passhost.tir.visitor import StmtExprMutator, post_order
 from passhost.transform.context import PassContext
-from passhost.transform.passes import prim_func_pass
 
 __all__ = [
     "MIN_PARALLEL_EXTENT", "MIN_PARALLEL_WORK", "AnnotateLoops", "independent", "loop_kinds",

@@ -24,9 +24,9 @@ from passhost.tir.expr import BufferLoad, IntImm, Var
 from passhost.tir.function import Buffer, PrimFunc
 from passhost.tir.stmt import BufferStore, For
 from passhost.tir.transform.annotate_loops import outermost_loops
+from passhost.tir.transform.prim_func_pass import prim_func_pass
 from passhost.tir.visitor import StmtExprMutator, post_order
 from passhost.transform.context import PassContext
-from passhost.transform.passes import prim_func_pass
 
 __all__ = ["MIN_INNER_EXTENT", "CollapseLoops", "collapse_loops", "collapse_pair", "loop_extent"]
 

@@ -17,9 +17,9 @@ from passhost.ir.module import IRModule
 from passhost.tir.expr import Var
 from passhost.tir.function import Buffer, PrimFunc
 from passhost.tir.stmt import Allocate, AllocateConst, DeclBuffer, SeqStmt, Stmt
+from passhost.tir.transform.prim_func_pass import prim_func_pass
 from passhost.tir.visitor import StmtExprMutator, post_order
 from passhost.transform.context import PassContext
-from passhost.transform.passes import prim_func_pass
 
 __all__ = ["ReuseBuffers", "reuse_buffers"]
 

@@ -26,9 +26,9 @@ from passhost.tir import expr as e
 from passhost.tir.bounds import Range, index_range
 from passhost.tir.function import PrimFunc
 from passhost.tir.stmt import Evaluate, For, IfThenElse, SeqStmt, Stmt
+from passhost.tir.transform.prim_func_pass import prim_func_pass
 from passhost.tir.visitor import StmtExprMutator, post_order, substitute
 from passhost.transform.context import PassContext
-from passhost.transform.passes import prim_func_pass
 
 __all__ = ["Simplify", "simplify"]
 

@@ -67,9 +67,9 @@ from passhost.tir.function import PrimFunc, decl_buffer
 from passhost.tir.intrinsics import intrinsic_call
 from passhost.tir.stmt import Allocate, BufferStore, DeclBuffer, For, SeqStmt, Stmt
 from passhost.tir.transform.collapse_loops import collapse_pair, loop_extent
+from passhost.tir.transform.prim_func_pass import prim_func_pass
 from passhost.tir.visitor import StmtExprMutator, post_order, substitute
 from passhost.transform.context import PassContext
-from passhost.transform.passes import prim_func_pass
 
 __all__ = ["LANES", "VectorizeReductions", "vectorize_reductions"]
 

@@ -23,10 +23,9 @@ import math
 
 import numpy as np
 
-from passhost.backend.kernel_call import COPY, KernelCall, decode_kernel_call
-from passhost.backend.lower_primitive import flatten_type
 from passhost.errors import PasshostError
-from passhost.ir.types import TensorType, TupleType, Type
+from passhost.ir.types import TensorType, TupleType, Type, tensor_types
+from passhost.runtime.kernel_call import COPY, KernelCall, decode_kernel_call
 from passhost.tir.bounds import IndexBoundsError, check_index_bounds
 from passhost.tir.expr import Call
 from passhost.tir.function import Buffer, PrimFunc
@@ -88,7 +87,7 @@ def _check_kernel_call(call: KernelCall, constants: dict[int, np.ndarray], where
     values = [constants.get(id(i.data)) if isinstance(i, Buffer) else None
               for i in call.inputs]
     try:
-        result = flatten_type(call.op.infer_type(types, call.attrs, arg_values=values))
+        result = tensor_types(call.op.infer_type(types, call.attrs, arg_values=values))
     except _REFUSALS as err:
         raise PrimFuncCheckError(f"{what}: its buffers are ill-typed: {err}") from None
     outs = [(b.shape, b.dtype) for b in call.outputs]
