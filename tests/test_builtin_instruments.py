@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import passhost.relay as relay
+from passhost.debug import ReproducerWriter, TraceEvents
 from passhost.errors import OptionError
 from passhost.instrument import (
     DumpIR,
@@ -451,6 +452,19 @@ def test_dump_ir_is_registered(plugin_host, tmp_path):
         spec.create({"dump_dir": str(tmp_path), "refresh": "true"}, from_text=True)
     with pytest.raises(OptionError, match="dump_dir"):
         spec.create()
+
+
+@pytest.mark.parametrize(("name", "option", "cls"), [
+    ("dump-ir", "dump_dir", DumpIR), ("trace-events", "path", TraceEvents),
+    ("reproducer", "dir", ReproducerWriter)])
+def test_the_class_checks_a_required_option(plugin_host, name, option, cls):
+    message = f"instrument {name!r} needs the option {option!r}"
+    with pytest.raises(OptionError) as info:
+        plugin_host.registries.instruments.get(name).create()
+    assert str(info.value) == message
+    with pytest.raises(OptionError) as info:
+        cls()
+    assert str(info.value) == message
 
 
 def test_print_passes_is_registered_with_text_options(plugin_host, capsys):

@@ -1,7 +1,8 @@
-"""The built-in plugin registers its passes without importing them, from
-``src/passhost/builtin_manifest.json``: a copy of what each pass class declares (opt level,
-dependencies, options), which must stay what the classes say. After changing a built-in
-pass's declaration: ``python -m passhost.builtin_plugin``."""
+"""The built-in plugin registers its passes, instruments and config options without
+importing them, from ``src/passhost/builtin_manifest.json``: a copy of what each pass class
+(opt level, dependencies, options), instrument factory (options) and config option constant
+(name, type, default, summary) declares, which must stay what the code says. After changing
+one of those declarations: ``python -m passhost.builtin_plugin``."""
 
 from __future__ import annotations
 
@@ -13,8 +14,13 @@ from passhost.plugins.specs import lazy_factory
 from passhost.testing import imported_modules
 
 
-def test_the_manifest_is_what_the_pass_classes_declare():
+def resolve(module: str, attr: str):
+    return lazy_factory(module, attr).resolve()
+
+
+def test_the_manifest_is_what_the_code_declares():
     written = json.loads(builtin_plugin.MANIFEST.read_text(encoding="utf-8"))
+    assert set(written) == {"passes", "instruments", "config_options"}
     assert written == builtin_plugin.manifest(), (
         "src/passhost/builtin_manifest.json is stale: python -m passhost.builtin_plugin")
 
@@ -22,16 +28,35 @@ def test_the_manifest_is_what_the_pass_classes_declare():
 def test_every_registered_pass_is_its_class_declaration():
     for spec in builtin_plugin.passhost_register_passes():
         module, attr, summary = builtin_plugin.PASSES[spec.name]
-        cls = lazy_factory(module, attr).resolve()
+        cls = resolve(module, attr)
         info = cls.pass_info
         assert (spec.name, spec.opt_level, spec.required) == (info.name, info.opt_level,
                                                                tuple(info.required))
         assert spec.options == options_of(cls) and spec.summary == summary
 
 
-def test_registering_the_passes_imports_no_pass_module():
+def test_every_registered_instrument_is_its_factory_declaration():
+    specs = builtin_plugin.passhost_register_instruments()
+    assert [spec.name for spec in specs] == list(builtin_plugin.INSTRUMENTS)
+    for spec in specs:
+        module, attr, summary = builtin_plugin.INSTRUMENTS[spec.name]
+        assert spec.options == options_of(resolve(module, attr)), spec.name
+        assert spec.summary == summary
+
+
+def test_every_registered_config_option_is_the_constant_its_reader_declares():
+    specs = builtin_plugin.passhost_register_config_options()
+    assert [spec.name for spec in specs] == list(builtin_plugin.CONFIG_OPTIONS)
+    for spec in specs:
+        assert spec == resolve(*builtin_plugin.CONFIG_OPTIONS[spec.name])
+
+
+def test_registering_imports_no_pass_instrument_or_reader_module():
     code = ("from passhost import builtin_plugin\n"
-            "builtin_plugin.passhost_register_passes()\n")
-    _, imported = imported_modules(code, ("passhost.relay.transform", "passhost.tir.transform",
-                                          "passhost.backend"))
+            "builtin_plugin.passhost_register_passes()\n"
+            "builtin_plugin.passhost_register_instruments()\n"
+            "builtin_plugin.passhost_register_config_options()\n")
+    _, imported = imported_modules(code, ("passhost.relay", "passhost.tir", "passhost.backend",
+                                          "passhost.transform", "passhost.instrument",
+                                          "passhost.debug"))
     assert imported == []

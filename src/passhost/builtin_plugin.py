@@ -1,7 +1,9 @@
 """passhost's own registrations, loaded by the plugin host like any other plugin.
 
-Registering must stay cheap (``passhost plugins list`` loads every plugin): pass factories
-import their pass only when a pass is created.
+Registering must stay cheap (``passhost plugins list`` loads every plugin): the passes,
+instruments and config options are tables of import paths, what their classes and modules
+declare is read from a generated manifest, and a factory imports its module only when a
+pass or instrument is created.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from passhost.errors import OptionError
 from passhost.plugins.hookspecs import hookimpl
 from passhost.plugins.options import (
     BOOL,
@@ -75,43 +76,101 @@ PASSES: dict[str, tuple[str, str, str]] = {
                           "mark parallel and vectorised loops"),
     "PrintIR": ("passhost.transform.print_ir", "PrintIR", "write the module's text to stderr"),
 }
-#: The file holding what each built-in pass declares (see :data:`PASSES`).
+#: The built-in instruments: name -> (module, factory, summary for the listings). Their
+#: options are declared on the factory (``Annotated`` constructor parameters, see
+#: :mod:`passhost.plugins.declare`); MANIFEST holds a copy, as for :data:`PASSES`.
+INSTRUMENTS: dict[str, tuple[str, str, str]] = {
+    "print-before-all": ("passhost.instrument.printing", "PrintBeforeAll",
+                         "print each pass's PassInfo and input module to stdout"),
+    "print-after-all": ("passhost.instrument.printing", "PrintAfterAll",
+                        "print each pass's PassInfo and output module to stdout"),
+    "print-passes": ("passhost.instrument.printing", "print_passes",
+                     "print the module before and after the passes named"),
+    "dump-ir": ("passhost.instrument.dump", "DumpIR",
+                "write the module after each pass to dump_dir/NNN_<pass>.txt"),
+    "print-after-change": ("passhost.instrument.diff", "PrintAfterChange",
+                           "print the initial module, then a diff after each pass that "
+                           "changed it"),
+    # the instruments of passhost.debug (docs/debugging.md)
+    "validate-numerics": ("passhost.debug.validate", "ValidateNumerics",
+                          "run main in the reference interpreter after each changing pass; "
+                          "report the first that changed the outputs, with its diff"),
+    "trace-events": ("passhost.debug.events", "TraceEvents",
+                     "write context, pass, skip and failure events to a JSON Lines file"),
+    "reproducer": ("passhost.debug.reproducer", "ReproducerWriter",
+                   "when a pass raises, write a reproducer file into dir"),
+    "execution-limit": ("passhost.debug.executions", "ExecutionLimit",
+                        "number pass executions; skip the skippable ones after the first max"),
+}
+#: The built-in PassContext config options: name -> (module, attribute), the
+#: :class:`OptionSpec` declared beside the code that reads the option; MANIFEST holds a copy.
+CONFIG_OPTIONS: dict[str, tuple[str, str]] = {
+    "testing.immutable_module": ("passhost.transform.context", "IMMUTABLE_MODULE"),
+    "relay.FuseOps.max_depth": ("passhost.relay.transform.fuse_ops", "MAX_DEPTH"),
+    "debug.max_pass_executions": ("passhost.transform.context", "MAX_PASS_EXECUTIONS"),
+    "debug.reproducer_dir": ("passhost.transform.context", "REPRODUCER_DIR"),
+    "debug.trace_events": ("passhost.transform.context", "TRACE_EVENTS"),
+}
+#: The file holding what the built-in passes, instruments and config options declare:
+#: ``{"passes": ..., "instruments": ..., "config_options": ...}``, each keyed by name.
 MANIFEST = Path(__file__).with_name("builtin_manifest.json")
 _OPTION_TYPES = {t.name: t for t in (INT, FLOAT, BOOL, STR, STR_LIST, STR_LIST_MAP)}
 
 
 def manifest() -> dict[str, Any]:
-    """What each built-in pass declares, read from its class (imports every pass module):
-    the content :data:`MANIFEST` must hold."""
+    """What each built-in pass, instrument and config option declares, read from its class
+    or module (imports all of them): the content :data:`MANIFEST` must hold."""
     from passhost.plugins.declare import options_of
 
-    made = {}
+    passes = {}
     for name, (module, attr, _) in PASSES.items():
-        cls = lazy_factory(module, attr).resolve()  # type: ignore[attr-defined]
+        cls = _resolve(module, attr)
         info = cls.pass_info
-        made[name] = {"opt_level": info.opt_level, "required": list(info.required),
-                      "options": [[o.name, o.type.name, _jsonable(o.default), o.summary]
-                                  for o in options_of(cls)]}
-    return made
+        passes[name] = {"opt_level": info.opt_level, "required": list(info.required),
+                        "options": [_row(o) for o in options_of(cls)]}
+    instruments = {name: {"options": [_row(o) for o in options_of(_resolve(module, attr))]}
+                   for name, (module, attr, _) in INSTRUMENTS.items()}
+    config_options = {name: _row(_resolve(module, attr))
+                      for name, (module, attr) in CONFIG_OPTIONS.items()}
+    return {"passes": passes, "instruments": instruments, "config_options": config_options}
 
 
-def _jsonable(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
+def _resolve(module: str, attr: str) -> Any:
+    """``module.attr``, imported."""
+    return lazy_factory(module, attr).resolve()  # type: ignore[attr-defined]
+
+
+def _row(option: OptionSpec) -> list[Any]:
+    """``option`` as JSON data: ``[name, type name, default, summary]``."""
+    default = list(option.default) if isinstance(option.default, tuple) else option.default
+    return [option.name, option.type.name, default, option.summary]
+
+
+def _option(row: list[Any]) -> OptionSpec:
+    """The :class:`OptionSpec` a :func:`_row` wrote."""
+    name, kind, default, summary = row
+    option_type = _OPTION_TYPES[kind]
+    return OptionSpec(name, option_type, None if default is None else option_type.check(default),
+                      summary)
+
+
+def _declared(section: str) -> dict[str, Any]:
+    """One section of :data:`MANIFEST`: ``passes``, ``instruments`` or ``config_options``."""
+    declared: dict[str, Any] = json.loads(MANIFEST.read_text(encoding="utf-8"))[section]
+    return declared
 
 
 @hookimpl
 def passhost_register_passes() -> list[PassSpec]:
     """The host's passes, from :data:`PASSES` and :data:`MANIFEST` (no pass module is
     imported until a pass is made)."""
-    declared = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    declared = _declared("passes")
     specs = []
     for name, (module, attr, summary) in PASSES.items():
         entry = declared[name]
-        options = [OptionSpec(option, _OPTION_TYPES[kind], default if default is None
-                              else _OPTION_TYPES[kind].check(default), text)
-                   for option, kind, default, text in entry["options"]]
         specs.append(PassSpec(name, lazy_factory(module, attr), entry["opt_level"],
-                              tuple(entry["required"]), summary, options))
+                              tuple(entry["required"]), summary,
+                              [_option(row) for row in entry["options"]]))
     return specs
 
 
@@ -152,111 +211,21 @@ def _kind_hook(target: Any, name: str, mod: Any) -> Any:
 
 @hookimpl
 def passhost_register_config_options() -> list[OptionSpec]:
-    """The host's PassContext config options (their names are constants of the modules
-    that read them; the tests check the two agree)."""
-    return [
-        OptionSpec("testing.immutable_module", bool, False,
-                   "check that every pass leaves its input module unchanged"),
-        OptionSpec("relay.FuseOps.max_depth", INT, 256,
-                   "the most operators FuseOps puts in one Primitive function"),
-        OptionSpec("debug.max_pass_executions", INT, None,
-                   "run only the first N skippable pass executions (what bisect finds)"),
-        OptionSpec("debug.reproducer_dir", STR, None,
-                   "when a pass raises, write a reproducer into this directory"),
-        OptionSpec("debug.trace_events", STR, None,
-                   "write the context's pass events to this JSON Lines file"),
-    ]
+    """The host's PassContext config options, from :data:`CONFIG_OPTIONS` and
+    :data:`MANIFEST` (no module reading them is imported)."""
+    declared = _declared("config_options")
+    return [_option(declared[name]) for name in CONFIG_OPTIONS]
 
 
 @hookimpl
 def passhost_register_instruments() -> list[InstrumentSpec]:
-    """The host's instruments: printing, dumping and diffing the module around passes, and
-    the debugging instruments."""
-    from passhost.instrument import (
-        DumpIR,
-        PassPrintingInstrument,
-        PrintAfterAll,
-        PrintAfterChange,
-        PrintBeforeAll,
-    )
-
-    def print_passes(before: tuple[str, ...] = (), after: tuple[str, ...] = ()) -> Any:
-        return PassPrintingInstrument(before, after)
-
-    def dump_ir(dump_dir: str | None = None, refresh: bool = False) -> Any:
-        if dump_dir is None:
-            raise OptionError("instrument 'dump-ir' needs the option 'dump_dir'")
-        return DumpIR(dump_dir, refresh)
-
-    show_skipped = OptionSpec("show_skipped", BOOL, False,
-                              "also print the passes should_run skipped, and who vetoed them")
-    return [
-        InstrumentSpec("print-before-all", PrintBeforeAll,
-                       "print each pass's PassInfo and input module to stdout",
-                       options=[show_skipped]),
-        InstrumentSpec("print-after-all", PrintAfterAll,
-                       "print each pass's PassInfo and output module to stdout",
-                       options=[show_skipped]),
-        InstrumentSpec("print-passes", print_passes,
-                       "print the module before and after the passes named", options=[
-                           OptionSpec("before", STR_LIST, (), "print the input of these passes"),
-                           OptionSpec("after", STR_LIST, (), "print the output of these passes"),
-                       ]),
-        InstrumentSpec("dump-ir", dump_ir,
-                       "write the module after each pass to dump_dir/NNN_<pass>.txt", options=[
-                           OptionSpec("dump_dir", STR, None, "the directory (required)"),
-                           OptionSpec("refresh", BOOL, False,
-                                      "first empty dump_dir if it holds only dump files"),
-                       ]),
-        InstrumentSpec("print-after-change", PrintAfterChange,
-                       "print the initial module, then a diff after each pass that changed it",
-                       options=[
-                           OptionSpec("dump_dir", STR, None,
-                                      "write 000_initial.txt and NNN_<pass>.diff files here "
-                                      "instead of printing"),
-                       ]),
-        *_debug_instruments(),
-    ]
-
-
-def _required(instrument: str, option: str, value: Any) -> Any:
-    if value is None:
-        raise OptionError(f"instrument {instrument!r} needs the option {option!r}")
-    return value
-
-
-def _debug_instruments() -> list[InstrumentSpec]:
-    """The instruments of passhost.debug (docs/debugging.md)."""
-    debug = "passhost.debug"
-
-    def trace_events(path: str | None = None) -> Any:
-        path = _required("trace-events", "path", path)
-        return lazy_factory(f"{debug}.events", "TraceEvents")(path=path)
-
-    def reproducer(dir: str | None = None) -> Any:
-        dir = _required("reproducer", "dir", dir)
-        return lazy_factory(f"{debug}.reproducer", "ReproducerWriter")(dir=dir)
-
-    return [
-        InstrumentSpec("validate-numerics", lazy_factory(f"{debug}.validate", "ValidateNumerics"),
-                       "run main in the reference interpreter after each changing pass; "
-                       "report the first that changed the outputs, with its diff", options=[
-                           OptionSpec("rtol", FLOAT, 1e-5, "relative tolerance"),
-                           OptionSpec("atol", FLOAT, 1e-5, "absolute tolerance"),
-                           OptionSpec("seed", INT, 0, "seed of the fixed random inputs"),
-                       ]),
-        InstrumentSpec("trace-events", trace_events,
-                       "write context, pass, skip and failure events to a JSON Lines file",
-                       options=[OptionSpec("path", STR, None, "the file (required)")]),
-        InstrumentSpec("reproducer", reproducer,
-                       "when a pass raises, write a reproducer file into dir",
-                       options=[OptionSpec("dir", STR, None, "the directory (required)")]),
-        InstrumentSpec("execution-limit",
-                       lazy_factory(f"{debug}.executions", "ExecutionLimit"),
-                       "number pass executions; skip the skippable ones after the first max",
-                       options=[OptionSpec("max", INT, None,
-                                           "how many skippable executions run (default: all)")]),
-    ]
+    """The host's instruments, from :data:`INSTRUMENTS` and :data:`MANIFEST`: printing,
+    dumping and diffing the module around passes, and the debugging instruments (no
+    instrument module is imported until an instrument is made)."""
+    declared = _declared("instruments")
+    return [InstrumentSpec(name, lazy_factory(module, attr), summary,
+                           [_option(row) for row in declared[name]["options"]])
+            for name, (module, attr, summary) in INSTRUMENTS.items()]
 
 
 if __name__ == "__main__":  # python -m passhost.builtin_plugin: write the manifest afresh

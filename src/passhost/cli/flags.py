@@ -18,10 +18,6 @@ from passhost.cli.common import CommandError, make_instruments, parse_config
 __all__ = ["add_context_flags", "add_output_flags", "context_settings", "count", "opt_level",
            "seed", "writable_file"]
 
-#: Output flag attribute -> the config option it sets.
-_CONFIG_FLAGS = {"reproducer": "debug.reproducer_dir", "trace_events": "debug.trace_events"}
-
-
 def _integer(text: str, least: int, what: str) -> int:
     try:
         value = int(text)
@@ -112,13 +108,14 @@ def context_settings(args: argparse.Namespace, extra_instruments: tuple[str, ...
     and disabled passes, config (the output flags' options included) and instruments (the
     ``--instrument`` specs and ``extra_instruments``, then the printing and dumping
     instruments)."""
+    from passhost.transform.context import REPRODUCER_DIR, TRACE_EVENTS
+
     config = parse_config(args.config)
     if getattr(args, "reproducer", None) is not None:
-        config[_CONFIG_FLAGS["reproducer"]] = _usable_directory(args.reproducer,
-                                                                "reproducer directory")
+        config[REPRODUCER_DIR.name] = _usable_directory(args.reproducer,
+                                                        "reproducer directory")
     if getattr(args, "trace_events", None) is not None:
-        config[_CONFIG_FLAGS["trace_events"]] = writable_file(args.trace_events,
-                                                              "trace file")
+        config[TRACE_EVENTS.name] = writable_file(args.trace_events, "trace file")
     instruments = make_instruments([*args.instrument, *extra_instruments])
     if getattr(args, "print_ir_after", None):
         from passhost.instrument import PassPrintingInstrument

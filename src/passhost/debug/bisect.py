@@ -17,8 +17,9 @@ from attrs import frozen
 
 from passhost.debug.checks import make_check
 from passhost.debug.executions import ExecutionLimit
-from passhost.debug.flows import MAX_EXECUTIONS, Flow, Outcome
+from passhost.debug.flows import Flow, Outcome
 from passhost.ir.module import IRModule
+from passhost.transform.context import MAX_PASS_EXECUTIONS
 
 #: The statuses of a bisection.
 FOUND, NEVER_FAILS, ALWAYS_FAILS = "found", "never-fails", "always-fails"
@@ -59,7 +60,7 @@ class BisectResult:
         lines = [head,
                  f"culprit: {self.culprit} (execution #{self.number})",
                  f"  with it: {self.failure}",
-                 f"  without it (debug.max_pass_executions={self.last_good}): the check "
+                 f"  without it ({MAX_PASS_EXECUTIONS.name}={self.last_good}): the check "
                  f"passes"]
         if self.command is not None:
             lines.append(f"reproduce: {self.command}")
@@ -85,8 +86,9 @@ def bisect(mod: IRModule | Flow, *, check: Any = "raises", passes: Any = None,
     flow = mod if isinstance(mod, Flow) else Flow(
         mod, passes, target, dict(params or {}), opt_level, disabled_pass, dict(config or {}),
         source, required_pass, tuple(instruments))
-    if MAX_EXECUTIONS in flow.config:
-        raise ValueError(f"bisect sets {MAX_EXECUTIONS} itself: leave it out of the config")
+    if MAX_PASS_EXECUTIONS.name in flow.config:
+        raise ValueError(f"bisect sets {MAX_PASS_EXECUTIONS.name} itself: leave it out of the "
+                         f"config")
     checker = make_check(check)
     search = _Search(flow, checker)
     full = search.probe(None)

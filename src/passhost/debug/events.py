@@ -25,12 +25,14 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Annotated, Any
 
 from passhost._version import __version__
 from passhost.debug.executions import Numbering
 from passhost.errors import PasshostError
 from passhost.instrument.base import PassInstrument
+from passhost.plugins.declare import required_path
+from passhost.plugins.options import STR
 
 #: The value of the header's ``format`` key.
 FORMAT = "passhost-trace"
@@ -71,10 +73,12 @@ class TraceEvents(PassInstrument):
     """Write the events of every context holding this instrument to ``path`` (JSON Lines;
     see the module doc). The file is created, with its header, when a context is first
     entered; later contexts append to it. ``--trace-events FILE`` and the config option
-    ``debug.trace_events`` install it."""
+    ``debug.trace_events`` install it. ``path`` is required (an
+    :class:`~passhost.errors.OptionError` without it)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
+    def __init__(self, path: Annotated[str | os.PathLike[str] | None, STR,
+                                       "the file (required)"] = None) -> None:
+        self.path = required_path(path, "trace-events", "path")
         self.numbering = Numbering()
         self._file: IO[str] | None = None
         self._opened = False

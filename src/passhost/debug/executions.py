@@ -9,7 +9,7 @@ included, numbered 1, 2, 3... from the context's entry. A pass named in the cont
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from passhost.errors import OptionError
 from passhost.instrument.base import PassInstrument
@@ -85,7 +85,8 @@ class ExecutionLimit(PassInstrument):
     ``passhost compile``/``opt --pass-config debug.max_pass_executions=N`` installs it.
     """
 
-    def __init__(self, max: int | None = None) -> None:
+    def __init__(self, max: Annotated[
+            int | None, "how many skippable executions run (default: all)"] = None) -> None:
         if max is not None and (isinstance(max, bool) or not isinstance(max, int) or max < 0):
             raise OptionError(f"ExecutionLimit: max is an int >= 0 or None, found {max!r}")
         self.max = max

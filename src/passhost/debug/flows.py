@@ -11,9 +11,7 @@ from typing import Any
 from attrs import field, frozen
 
 from passhost.ir.module import IRModule
-
-#: The config option that runs only the first N skippable pass executions.
-MAX_EXECUTIONS = "debug.max_pass_executions"
+from passhost.transform.context import MAX_PASS_EXECUTIONS
 
 
 @frozen
@@ -107,7 +105,7 @@ class Flow:
             argv += ["--required-pass", name]
         for name in self.disabled_pass:
             argv += ["--disabled-pass", name]
-        config = {**self.config, MAX_EXECUTIONS: max_executions}
+        config = {**self.config, MAX_PASS_EXECUTIONS.name: max_executions}
         for key, value in config.items():
             argv += ["--pass-config", f"{key}={options.get(key).format(value)}"]
         argv += [*extra, "-o", "culprit.tar" if self.target else "culprit.txt"]

@@ -17,7 +17,7 @@ import os
 import platform
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from attrs import frozen
 
@@ -25,6 +25,8 @@ from passhost._version import __version__
 from passhost.errors import PasshostError, add_note
 from passhost.instrument.base import PassInstrument
 from passhost.instrument.dump import safe_file_name
+from passhost.plugins.declare import required_path
+from passhost.plugins.options import STR
 
 #: The value of the header's ``format`` key.
 FORMAT = "passhost-reproducer"
@@ -58,11 +60,13 @@ class ReproducerWriter(PassInstrument):
     reproducer into ``dir`` (created if needed; the file is ``<failing pass>.repro``,
     replaced atomically) and add a note naming it to the error.
 
-    ``--reproducer DIR`` and the config option ``debug.reproducer_dir`` install it.
+    ``--reproducer DIR`` and the config option ``debug.reproducer_dir`` install it. ``dir``
+    is required (an :class:`~passhost.errors.OptionError` without it).
     """
 
-    def __init__(self, dir: str | os.PathLike[str]) -> None:
-        self.dir = Path(dir)
+    def __init__(self, dir: Annotated[str | os.PathLike[str] | None, STR,
+                                      "the directory (required)"] = None) -> None:
+        self.dir = required_path(dir, "reproducer", "dir")
         self.written: list[Path] = []
         self._running: list[Any] = []
         self._failure: tuple[Any, Any, BaseException, tuple[str, ...]] | None = None

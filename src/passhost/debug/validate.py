@@ -3,7 +3,7 @@ module's outputs beyond a tolerance, with the diff of the module's text across i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from attrs import frozen
 
@@ -37,7 +37,9 @@ class ValidateNumerics(PassInstrument):
     :attr:`mismatch`.
     """
 
-    def __init__(self, rtol: float = RTOL, atol: float = ATOL, seed: int = 0) -> None:
+    def __init__(self, rtol: Annotated[float, "relative tolerance"] = RTOL,
+                 atol: Annotated[float, "absolute tolerance"] = ATOL,
+                 seed: Annotated[int, "seed of the fixed random inputs"] = 0) -> None:
         for name, value in (("rtol", rtol), ("atol", atol)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 raise OptionError(f"{NAME}: {name} is a number >= 0, found {value!r}")

@@ -9,10 +9,11 @@ from __future__ import annotations
 import difflib
 import os
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Annotated, Any
 
 from passhost.instrument.base import PassInstrument
 from passhost.instrument.dump import safe_file_name
+from passhost.plugins.options import STR
 
 #: The header printed before the initial module.
 INITIAL_HEADER = "=== initial module ==="
@@ -46,7 +47,10 @@ class PrintAfterChange(PassInstrument):
     ``file=None`` prints to ``sys.stdout`` as it is at print time.
     """
 
-    def __init__(self, dump_dir: str | os.PathLike[str] | None = None,
+    def __init__(self,
+                 dump_dir: Annotated[str | os.PathLike[str] | None, STR,
+                                     "write 000_initial.txt and NNN_<pass>.diff files here "
+                                     "instead of printing"] = None,
                  file: IO[str] | None = None) -> None:
         self.dump_dir = None if dump_dir is None else Path(dump_dir)
         self.file = file

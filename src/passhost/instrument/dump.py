@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from passhost.instrument.base import PassInstrument
+from passhost.plugins.declare import required_path
+from passhost.plugins.options import STR
 
 _UNSAFE = re.compile(r'[<>:"/\\|?*]')
 #: The names DumpIR writes: a counter of at least three digits, ``_``, the pass name.
@@ -28,10 +29,15 @@ class DumpIR(PassInstrument):
     passes finished: children before their Sequential. ``refresh=True`` first empties
     ``dump_dir``, but only if it holds nothing but dump files; otherwise it warns and
     deletes nothing. The directory is created when the first file is written.
+    ``dump_dir`` is required (an :class:`~passhost.errors.OptionError` without it).
     """
 
-    def __init__(self, dump_dir: str | os.PathLike[str], refresh: bool = False) -> None:
-        self.dump_dir = Path(dump_dir)
+    def __init__(self,
+                 dump_dir: Annotated[str | os.PathLike[str] | None, STR,
+                                     "the directory (required)"] = None,
+                 refresh: Annotated[bool, "first empty dump_dir if it holds only dump "
+                                          "files"] = False) -> None:
+        self.dump_dir = required_path(dump_dir, "dump-ir", "dump_dir")
         self.counter = 0
         if refresh:
             self._refresh()

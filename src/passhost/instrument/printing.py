@@ -7,7 +7,7 @@ line is printed (so redirections made after the instrument was built are honoure
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import IO, Any
+from typing import IO, Annotated, Any
 
 from passhost.instrument.base import PassInstrument
 from passhost.plugins.options import names
@@ -22,8 +22,11 @@ class _ShowsSkipped(PassInstrument):
     """With ``show_skipped``, print ``Skipped Pass: <PassInfo> (vetoed by <names>)`` when an
     instrument's should_run skips a pass (off by default: TVM prints nothing for it)."""
 
-    file: IO[str] | None
-    show_skipped: bool
+    def __init__(self, file: IO[str] | None = None,
+                 show_skipped: Annotated[bool, "also print the passes should_run skipped, "
+                                               "and who vetoed them"] = False) -> None:
+        self.file = file
+        self.show_skipped = show_skipped
 
     def run_skipped(self, mod: Any, info: Any, vetoed_by: tuple[str, ...]) -> None:
         """Print the skipped pass and the instruments that vetoed it, if asked to."""
@@ -34,10 +37,6 @@ class _ShowsSkipped(PassInstrument):
 class PrintBeforeAll(_ShowsSkipped):
     """Print ``Before Running Pass: <PassInfo>`` and the input module before every pass."""
 
-    def __init__(self, file: IO[str] | None = None, show_skipped: bool = False) -> None:
-        self.file = file
-        self.show_skipped = show_skipped
-
     def run_before_pass(self, mod: Any, info: Any) -> None:
         """Print the header and the module the pass is about to run on."""
         print(f"Before Running Pass: {info}", file=self.file)
@@ -46,10 +45,6 @@ class PrintBeforeAll(_ShowsSkipped):
 
 class PrintAfterAll(_ShowsSkipped):
     """Print ``After Running Pass: <PassInfo>`` and the output module after every pass."""
-
-    def __init__(self, file: IO[str] | None = None, show_skipped: bool = False) -> None:
-        self.file = file
-        self.show_skipped = show_skipped
 
     def run_after_pass(self, mod: Any, info: Any) -> None:
         """Print the header and the module the pass returned."""
@@ -80,3 +75,11 @@ class PassPrintingInstrument(PassInstrument):
         """Print the output module if the pass is one of the "after" names."""
         if info.name in self.print_after_pass_names:
             print(f"Print IR after: {info.name}\n{mod}\n\n", file=self.file)
+
+
+def print_passes(before: Annotated[tuple[str, ...], "print the input of these passes"] = (),
+                 after: Annotated[tuple[str, ...], "print the output of these passes"] = ()
+                 ) -> PassPrintingInstrument:
+    """The instrument ``print-passes``: a :class:`PassPrintingInstrument` whose options are
+    named as in ``print-passes{before=A;B,after=C}``."""
+    return PassPrintingInstrument(before, after)

@@ -6,17 +6,21 @@ The types are ``int``, ``float``, ``bool``, ``str``, ``tuple[str, ...]`` (text `
 ``dict[str, tuple[str, ...]]`` (text ``key:a:b;key2:c``), each optionally ``| None``; a
 parameter taking more from Python than its text form can say names its option type in the
 annotation (``Annotated[str | Sequence[tuple], STR, "summary"]``). Parameters without
-such an annotation are not options.
+such an annotation are not options. An instrument whose option has no usable default
+declares it ``| None = None`` and checks it (a path: :func:`required_path`).
 """
 
 from __future__ import annotations
 
 import inspect
+import os
 import types
 import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from passhost.errors import OptionError
 from passhost.plugins.options import (
     BOOL,
     FLOAT,
@@ -29,7 +33,7 @@ from passhost.plugins.options import (
 )
 from passhost.plugins.specs import InstrumentSpec
 
-__all__ = ["first_line", "instrument_spec", "options_of"]
+__all__ = ["first_line", "instrument_spec", "options_of", "required_path"]
 
 _TYPES: dict[Any, OptionType] = {int: INT, float: FLOAT, bool: BOOL, str: STR,
                                  tuple[str, ...]: STR_LIST,
@@ -86,3 +90,12 @@ def instrument_spec(name: str, factory: Callable[..., Any],
     summary, unless given, from the first line of the factory's docstring."""
     return InstrumentSpec(name, factory, first_line(factory) if summary is None else summary,
                           options_of(factory))
+
+
+def required_path(value: str | os.PathLike[str] | None, instrument: str, option: str
+                  ) -> Path:
+    """The path ``value`` given for the required option ``option`` of instrument
+    ``instrument``; an :class:`~passhost.errors.OptionError` when it was not given (None)."""
+    if value is None:
+        raise OptionError(f"instrument {instrument!r} needs the option {option!r}")
+    return Path(value)

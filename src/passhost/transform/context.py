@@ -18,22 +18,35 @@ from passhost.ir.module import IRModule
 from passhost.ir.node import FrozenDict
 from passhost.ir.structural import structural_hash
 from passhost.plugins.manager import get_host
-from passhost.plugins.options import OptionSpec
+from passhost.plugins.options import BOOL, INT, STR, OptionSpec
 from passhost.plugins.registry import Registry
 from passhost.transform.info import pass_names
 from passhost.transform.notes import note_callback, note_pass
 
 _LOG = logging.getLogger("passhost.transform")
 
-#: The config key that makes every pass check that it left its input module unchanged.
-IMMUTABLE_MODULE = "testing.immutable_module"
+# The config options a PassContext reads, declared here once (the built-in plugin registers
+# them from its manifest, a copy tests/test_builtin_manifest.py keeps fresh).
+#: The config option that makes every pass check that it left its input module unchanged.
+IMMUTABLE_MODULE = OptionSpec("testing.immutable_module", BOOL, False,
+                              "check that every pass leaves its input module unchanged")
+#: The config option that installs the instrument ``execution-limit``.
+MAX_PASS_EXECUTIONS = OptionSpec(
+    "debug.max_pass_executions", INT, None,
+    "run only the first N skippable pass executions (what bisect finds)")
+#: The config option that installs the instrument ``reproducer``.
+REPRODUCER_DIR = OptionSpec("debug.reproducer_dir", STR, None,
+                            "when a pass raises, write a reproducer into this directory")
+#: The config option that installs the instrument ``trace-events``.
+TRACE_EVENTS = OptionSpec("debug.trace_events", STR, None,
+                          "write the context's pass events to this JSON Lines file")
 
 #: Config options that install a registered instrument, called after the context's own
 #: instruments: config key -> (instrument name, the instrument option the value goes to).
 CONFIG_INSTRUMENTS: dict[str, tuple[str, str]] = {
-    "debug.max_pass_executions": ("execution-limit", "max"),
-    "debug.reproducer_dir": ("reproducer", "dir"),
-    "debug.trace_events": ("trace-events", "path"),
+    MAX_PASS_EXECUTIONS.name: ("execution-limit", "max"),
+    REPRODUCER_DIR.name: ("reproducer", "dir"),
+    TRACE_EVENTS.name: ("trace-events", "path"),
 }
 
 
@@ -56,7 +69,8 @@ class PassContext:
         self._disabled = pass_names(disabled_pass)
         self._disabled_set = frozenset(self._disabled)
         self._config = _check_config(config)
-        self._check_immutable = bool(self._config.get(IMMUTABLE_MODULE, False))
+        self._check_immutable = bool(self._config.get(IMMUTABLE_MODULE.name,
+                                                      IMMUTABLE_MODULE.default))
         self._from_config = _config_instruments(self._config)
         self._set_dispatch(Dispatch((*(instruments or ()), *self._from_config)))
 
@@ -217,7 +231,8 @@ class PassContext:
             raise
         if before_hash is not None and structural_hash(mod) != before_hash:
             raise ModuleMutatedError(f"pass {info.name} changed its input module in place "
-                                     f"(config {IMMUTABLE_MODULE}); build a new module instead")
+                                     f"(config {IMMUTABLE_MODULE.name}); build a new module "
+                                     f"instead")
         try:
             for fn in dispatch.after:
                 fn(out, info)

@@ -51,6 +51,7 @@ from passhost.ir import traversal
 from passhost.ir.expr import BaseExpr, GlobalVar
 from passhost.ir.module import IRModule
 from passhost.ir.types import TensorType
+from passhost.plugins.options import INT, OptionSpec
 from passhost.relay.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from passhost.relay.op.registry import OpPattern
 from passhost.relay.transform.common import optimisable
@@ -59,7 +60,7 @@ from passhost.relay.type_infer import infer_type
 from passhost.relay.visitor import post_order
 from passhost.transform.context import PassContext
 
-__all__ = ["FuseOps"]
+__all__ = ["MAX_DEPTH", "FuseOps"]
 
 _P = OpPattern
 _TO_ANY = frozenset({_P.ELEMWISE, _P.BROADCAST, _P.INJECTIVE, _P.OUT_ELEMWISE_FUSABLE,
@@ -74,7 +75,9 @@ _ABSORBS: dict[OpPattern, frozenset[OpPattern]] = {
 _ANCHORS = frozenset({_P.OUT_ELEMWISE_FUSABLE, _P.COMM_REDUCE})
 #: The marker of a value used by more than one node (or by the function's caller).
 _SHARED = object()
-_CONFIG = "relay.FuseOps.max_depth"
+#: The config option giving ``max_depth`` when the pass is made without one.
+MAX_DEPTH = OptionSpec("relay.FuseOps.max_depth", INT, 256,
+                       "the most operators FuseOps puts in one Primitive function")
 
 
 @function_pass(opt_level=0, name="FuseOps", required=("InferType",))
@@ -94,7 +97,8 @@ class FuseOps:
             return func
         depth = self.max_depth
         if depth is None:
-            depth = _check_depth(ctx.get_config(_CONFIG, 256), f"config option {_CONFIG}")
+            depth = _check_depth(ctx.get_config(MAX_DEPTH.name, MAX_DEPTH.default),
+                                 f"config option {MAX_DEPTH.name}")
         if ctx.opt_level == 0:
             depth = 1
         return _fuse(func, depth)
