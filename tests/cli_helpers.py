@@ -29,12 +29,13 @@ GRAPH_PASSES = ["InferType", "FoldConstant", "SimplifyInference", "FoldScaleAxis
 BUILD_PASSES = [
     "LowerTE", "tir.Simplify", "tir.ReuseBuffers", "tir.CollapseLoops",
     "tir.VectorizeReductions", "tir.AnnotateLoops", "PrintIR"]
-BUILTIN_PROVIDES = "19 passes, 9 instruments, 5 config options, 1 pipeline, 1 pattern table"
+BUILTIN_PROVIDES = ("19 passes, 9 instruments, 5 config options, 1 pipeline, 1 pattern table, "
+                    "133 operators")
 HEADER = ["NAME", "VERSION", "STATUS", "PROVIDES", "HOOKS"]
 PLUGIN_KEYS = {"name", "entry_point", "distribution", "version", "module", "status", "builtin",
                "requires_passhost", "hooks", "provides", "error"}
 PROVIDES_KEYS = ["targets", "passes", "instruments", "config_options", "pipelines",
-                 "pattern_tables"]
+                 "pattern_tables", "operators"]
 ENV_VARS = ("PASSHOST_LOAD_PLUGINS", "PASSHOST_DISABLE_PLUGINS", "PASSHOST_STRICT_PLUGINS",
             "PASSHOST_TRACE_PLUGINS")
 

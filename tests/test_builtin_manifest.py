@@ -1,7 +1,8 @@
-"""The built-in plugin registers its passes, instruments and config options without
-importing them, from ``src/passhost/builtin_manifest.json``: a copy of what each pass class
-(opt level, dependencies, options), instrument factory (options) and config option constant
-(name, type, default, summary) declares, which must stay what the code says. After changing
+"""The built-in plugin registers its passes, instruments, config options and operators
+without importing them, from ``src/passhost/builtin_manifest.json``: a copy of what each pass
+class (opt level, dependencies, options), instrument factory (options), config option
+constant (name, type, default, summary) and operator module (name, summary) declares, which
+must stay what the code says. After changing
 one of those declarations: ``python -m passhost.builtin_plugin``."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def resolve(module: str, attr: str):
 
 def test_the_manifest_is_what_the_code_declares():
     written = json.loads(builtin_plugin.MANIFEST.read_text(encoding="utf-8"))
-    assert set(written) == {"passes", "instruments", "config_options"}
+    assert set(written) == {"passes", "instruments", "config_options", "operators"}
     assert written == builtin_plugin.manifest(), (
         "src/passhost/builtin_manifest.json is stale: python -m passhost.builtin_plugin")
 
@@ -51,11 +52,23 @@ def test_every_registered_config_option_is_the_constant_its_reader_declares():
         assert spec == resolve(*builtin_plugin.CONFIG_OPTIONS[spec.name])
 
 
-def test_registering_imports_no_pass_instrument_or_reader_module():
+def test_every_operator_defined_is_registered_as_itself():
+    from passhost.relay.op import Op, get_op
+
+    specs = builtin_plugin.passhost_register_operators()
+    assert len(specs) > 100
+    for spec in specs:
+        op = spec.factory()
+        assert isinstance(op, Op) and op.name == spec.name and get_op(spec.name) is op
+        assert spec.summary and spec.summary in op.description
+
+
+def test_registering_imports_no_pass_instrument_reader_or_operator_module():
     code = ("from passhost import builtin_plugin\n"
             "builtin_plugin.passhost_register_passes()\n"
             "builtin_plugin.passhost_register_instruments()\n"
-            "builtin_plugin.passhost_register_config_options()\n")
+            "builtin_plugin.passhost_register_config_options()\n"
+            "builtin_plugin.passhost_register_operators()\n")
     _, imported = imported_modules(code, ("passhost.relay", "passhost.tir", "passhost.backend",
                                           "passhost.transform", "passhost.instrument",
                                           "passhost.debug"))

@@ -76,7 +76,7 @@ def test_plugins_list_table_marks_the_builtin_plugin(plugin_host, capsys):
     header, *rows = out.splitlines()
     assert header.split() == HEADER
     assert table_rows(out)[1:] == [
-        ["builtin (built-in)", "0.1.0", "active", BUILTIN_PROVIDES, "7"]]
+        ["builtin (built-in)", "0.1.0", "active", BUILTIN_PROVIDES, "8"]]
     # the columns are aligned: each cell starts where its heading does
     starts = [header.index(title) for title in HEADER]
     found, pos = [], 0
@@ -93,7 +93,7 @@ def test_plugins_list_rows_in_load_order_with_errors_and_hidden_disabled(tools_h
     assert status == 0
     assert table_rows(out) == [
         HEADER,
-        ["builtin (built-in)", "0.1.0", "active", BUILTIN_PROVIDES, "7"],
+        ["builtin (built-in)", "0.1.0", "active", BUILTIN_PROVIDES, "8"],
         ["tools", "-", "active", "2 passes, 2 instruments, 1 config option, 2 pipelines", "4"],
         ["broken", "1.0", "error", "-", "-"],
         ["old", "0.0.1", "incompatible", "-", "-"],
@@ -126,8 +126,9 @@ def test_plugins_list_verbose_shows_entry_points_paths_and_tracebacks(tools_host
     assert ("    entry point: old = passhost_old.plugin (distribution passhost-old 0.0.1, "
             "requires passhost>=9)") in lines
     assert "    hooks: passhost_register_config_options, passhost_register_instruments, " \
-           "passhost_register_passes, passhost_register_pattern_tables, " \
-           "passhost_register_pipelines, passhost_relay_to_tir, passhost_tir_to_runtime" in lines
+           "passhost_register_operators, passhost_register_passes, " \
+           "passhost_register_pattern_tables, passhost_register_pipelines, " \
+           "passhost_relay_to_tir, passhost_tir_to_runtime" in lines
     start = lines.index("    error: ModuleNotFoundError: No module named 'x'")
     assert lines[start + 1] == "      Traceback (most recent call last):"
     assert "      ModuleNotFoundError: No module named 'x'" in lines[start + 2:]
@@ -191,12 +192,16 @@ def test_plugins_json_has_the_spec_schema(tools_host, capsys):
         assert set(plugin) == PLUGIN_KEYS
         assert list(plugin["provides"]) == PROVIDES_KEYS
     builtin, tools, broken, off, old, _bad = doc["plugins"]
+    operators = builtin["provides"]["operators"]
+    assert len(operators) == 133 and operators == sorted(operators)
+    assert {"add", "nn.conv2d", "qnn.conv2d", "image.resize"} <= set(operators)
     assert builtin == {
         "name": "builtin", "entry_point": "passhost.builtin_plugin", "distribution": "passhost",
         "version": "0.1.0", "module": "passhost.builtin_plugin", "status": "active",
         "builtin": True, "requires_passhost": None,
         "hooks": ["passhost_register_config_options", "passhost_register_instruments",
-                  "passhost_register_passes", "passhost_register_pattern_tables",
+                  "passhost_register_operators", "passhost_register_passes",
+                  "passhost_register_pattern_tables",
                   "passhost_register_pipelines", "passhost_relay_to_tir",
                   "passhost_tir_to_runtime"],
         "provides": {"targets": [], "passes": [*GRAPH_PASSES, *BUILD_PASSES],
@@ -206,7 +211,8 @@ def test_plugins_json_has_the_spec_schema(tools_host, capsys):
                      "config_options": ["testing.immutable_module", "relay.FuseOps.max_depth",
                                         "debug.max_pass_executions", "debug.reproducer_dir",
                                         "debug.trace_events"],
-                     "pipelines": ["optimize"], "pattern_tables": ["example"]},
+                     "pipelines": ["optimize"], "pattern_tables": ["example"],
+                     "operators": operators},
         "error": None,
     }
     assert tools["provides"]["pipelines"] == ["tagging", "broken"]

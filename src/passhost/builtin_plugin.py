@@ -24,10 +24,12 @@ from passhost.plugins.options import (
 )
 from passhost.plugins.specs import (
     InstrumentSpec,
+    OperatorSpec,
     PassSpec,
     PatternTableSpec,
     PipelineSpec,
     lazy_factory,
+    lazy_object,
 )
 
 #: The built-in passes: name -> (module, class, summary for the listings). Everything else
@@ -111,6 +113,9 @@ CONFIG_OPTIONS: dict[str, tuple[str, str]] = {
     "debug.reproducer_dir": ("passhost.transform.context", "REPRODUCER_DIR"),
     "debug.trace_events": ("passhost.transform.context", "TRACE_EVENTS"),
 }
+#: The package whose modules define the built-in operators (``define_op``); MANIFEST lists
+#: each operator's module, attribute and summary, so that registering imports none of them.
+OPERATOR_PACKAGE = "passhost.relay.op"
 #: The file holding what the built-in passes, instruments and config options declare:
 #: ``{"passes": ..., "instruments": ..., "config_options": ...}``, each keyed by name.
 MANIFEST = Path(__file__).with_name("builtin_manifest.json")
@@ -132,7 +137,27 @@ def manifest() -> dict[str, Any]:
                    for name, (module, attr, _) in INSTRUMENTS.items()}
     config_options = {name: _row(_resolve(module, attr))
                       for name, (module, attr) in CONFIG_OPTIONS.items()}
-    return {"passes": passes, "instruments": instruments, "config_options": config_options}
+    return {"passes": passes, "instruments": instruments, "config_options": config_options,
+            "operators": _operators()}
+
+
+def _operators() -> dict[str, list[str]]:
+    """Every operator the modules of :data:`OPERATOR_PACKAGE` define: name -> [module,
+    attribute, summary] (the first module, in name order, that binds it)."""
+    import importlib
+    import pkgutil
+
+    from passhost.relay.op.registry import Op
+
+    package = importlib.import_module(OPERATOR_PACKAGE)
+    found: dict[str, list[str]] = {}
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        module = f"{OPERATOR_PACKAGE}.{info.name}"
+        for attr, value in vars(importlib.import_module(module)).items():
+            if isinstance(value, Op) and not attr.startswith("_"):
+                summary = value.description.strip().splitlines()[0] if value.description else ""
+                found.setdefault(value.name, [module, attr, summary.rstrip(".")])
+    return dict(sorted(found.items()))
 
 
 def _resolve(module: str, attr: str) -> Any:
@@ -181,6 +206,14 @@ def passhost_register_pipelines() -> list[PipelineSpec]:
         "optimize", "InferType,SimplifyInference,FoldConstant,FoldScaleAxis,CanonicalizeOps,"
         "FoldConstant,EliminateCommonSubexpr,DeadCodeElimination",
         "the graph optimisations passhost.build runs before partitioning")]
+
+
+@hookimpl
+def passhost_register_operators() -> list[OperatorSpec]:
+    """The graph operators of :data:`OPERATOR_PACKAGE`, from :data:`MANIFEST` (no operator
+    module is imported until an operator is looked up)."""
+    return [OperatorSpec(name, lazy_object(module, attr), summary)
+            for name, (module, attr, summary) in _declared("operators").items()]
 
 
 @hookimpl

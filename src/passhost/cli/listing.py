@@ -19,7 +19,8 @@ from passhost.plugins.options import OptionSpec
 SCHEMA_VERSION = 1
 
 #: The registry kinds, in the order summaries and documents list them.
-KINDS = ("targets", "passes", "instruments", "config_options", "pipelines", "pattern_tables")
+KINDS = ("targets", "passes", "instruments", "config_options", "pipelines", "pattern_tables",
+         "operators")
 
 #: Singular and plural nouns of each kind.
 NOUNS = {
@@ -29,6 +30,7 @@ NOUNS = {
     "config_options": ("config option", "config options"),
     "pipelines": ("pipeline", "pipelines"),
     "pattern_tables": ("pattern table", "pattern tables"),
+    "operators": ("operator", "operators"),
 }
 
 #: Statuses that fail ``plugins list --check`` (``disabled`` is the user's choice).
@@ -292,6 +294,7 @@ _COLUMNS: dict[str, tuple[tuple[str, Any], ...]] = {
                 ("TAGS", lambda s: ", ".join(getattr(s, "tags", {})) or "-")),
     "pipelines": (("PASSES", lambda s: s.text),),
     "pattern_tables": (),
+    "operators": (),
 }
 
 
@@ -326,7 +329,7 @@ def _entry_document(attr: str, spec: Any) -> dict[str, Any]:
         return {"type": spec.type.name, "default": _jsonable(spec.default)}
     if attr == "pipelines":
         return {"text": spec.text}
-    if attr == "pattern_tables":
+    if attr in ("pattern_tables", "operators"):
         return {}
     return _target_document(spec)
 

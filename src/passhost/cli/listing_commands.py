@@ -20,6 +20,7 @@ REGISTRY_COMMANDS = {
     "pipelines": ("pipelines", "the registered named pipelines"),
     "pattern-tables": ("pattern_tables", "the registered pattern tables (MergeComposite, "
                                          "partitioning)"),
+    "operators": ("operators", "the registered graph operators"),
 }
 
 

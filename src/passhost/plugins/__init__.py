@@ -30,18 +30,21 @@ from passhost.plugins.options import (
 from passhost.plugins.registry import Entry, Registries, Registry
 from passhost.plugins.specs import (
     InstrumentSpec,
+    OperatorSpec,
     PassSpec,
     PatternTableSpec,
     PipelineSpec,
     lazy_factory,
+    lazy_object,
 )
 
 __all__ = [
     "BOOL", "ENTRY_POINT_GROUP", "FLOAT", "INSTRUMENT_CALLBACKS", "INT", "STATUSES",
     "LoadSettings", "PluginFailure", "create_host", "STR", "STR_LIST", "STR_LIST_MAP",
-    "Entry", "InstrumentSpec", "OptionSpec", "OptionType", "PassSpec", "PatternTableSpec",
+    "Entry", "InstrumentSpec", "OperatorSpec", "OptionSpec", "OptionType", "PassSpec",
+    "PatternTableSpec",
     "PipelineSpec",
     "PluginHost", "PluginRecord", "Registries", "Registry", "get_host", "hookimpl",
-    "hookspec", "instrument_spec", "int_range", "lazy_factory", "option_type",
+    "hookspec", "instrument_spec", "int_range", "lazy_factory", "lazy_object", "option_type",
     "options_of", "set_host",
 ]

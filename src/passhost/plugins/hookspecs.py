@@ -21,7 +21,13 @@ import pluggy
 if TYPE_CHECKING:  # for the signatures only: the plugin layer imports no IR at run time
     from passhost.ir.module import IRModule
     from passhost.plugins.options import OptionSpec
-    from passhost.plugins.specs import InstrumentSpec, PassSpec, PatternTableSpec, PipelineSpec
+    from passhost.plugins.specs import (
+        InstrumentSpec,
+        OperatorSpec,
+        PassSpec,
+        PatternTableSpec,
+        PipelineSpec,
+    )
     from passhost.runtime.module import Module
     from passhost.target.kind import TargetKind
     from passhost.target.target import Target
@@ -57,6 +63,11 @@ class RegistrationHooks:
     @hookspec
     def passhost_register_pipelines(self) -> list[PipelineSpec]:
         """Return :class:`~passhost.plugins.specs.PipelineSpec` objects."""
+
+    @hookspec
+    def passhost_register_operators(self) -> list[OperatorSpec]:
+        """Return :class:`~passhost.plugins.specs.OperatorSpec` objects (graph operators,
+        each made by ``passhost.relay.op.define_op``)."""
 
     @hookspec
     def passhost_register_pattern_tables(self) -> list[PatternTableSpec]:
@@ -133,4 +144,5 @@ REGISTRATION_HOOKS: dict[str, str] = {
     "passhost_register_config_options": "config_options",
     "passhost_register_pipelines": "pipelines",
     "passhost_register_pattern_tables": "pattern_tables",
+    "passhost_register_operators": "operators",
 }

@@ -86,7 +86,7 @@ class Registries:
 
     KINDS = {"passes": "pass", "instruments": "instrument", "targets": "target",
              "config_options": "config option", "pipelines": "pipeline",
-             "pattern_tables": "pattern table"}
+             "pattern_tables": "pattern table", "operators": "operator"}
 
     def __init__(self, unknown_hint: Callable[[], str] | None = None) -> None:
         """``unknown_hint`` gives the text ending every unknown-name error (where the name
@@ -97,6 +97,7 @@ class Registries:
         self.config_options = Registry("config option", unknown_hint)
         self.pipelines = Registry("pipeline", unknown_hint)
         self.pattern_tables = Registry("pattern table", unknown_hint)
+        self.operators = Registry("operator", unknown_hint)
 
     def by_attr(self, attr: str) -> Registry:
         """The registry stored under ``attr`` (one of :attr:`KINDS`)."""

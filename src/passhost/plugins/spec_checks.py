@@ -21,6 +21,7 @@ from passhost.plugins.options import OptionSpec
 from passhost.plugins.registry import Registries
 from passhost.plugins.specs import (
     InstrumentSpec,
+    OperatorSpec,
     PassSpec,
     PatternTableSpec,
     PipelineSpec,
@@ -36,6 +37,7 @@ _SPEC_TYPES: dict[str, type] = {
     "config_options": OptionSpec,
     "pipelines": PipelineSpec,
     "pattern_tables": PatternTableSpec,
+    "operators": OperatorSpec,
     "targets": TargetKindBase,  # passhost.target.TargetKind, which checks itself
 }
 _HOOK_OF_SPEC = {_SPEC_TYPES[attr]: hook for hook, attr in REGISTRATION_HOOKS.items()}
@@ -76,7 +78,7 @@ def spec_problems(attr: str, returned: object) -> list[str]:
         return found
     if not callable(spec.factory):
         found.append(f"{what}: factory {spec.factory!r} is not callable")
-    if attr == "pattern_tables":
+    if attr in ("pattern_tables", "operators"):
         return found
     if attr == "passes":
         found.extend(_pass_problems(spec, what))

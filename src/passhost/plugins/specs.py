@@ -1,5 +1,5 @@
-"""What registration hooks return: specs of passes, instruments, pipelines and pattern
-tables.
+"""What registration hooks return: specs of passes, instruments, pipelines, pattern tables
+and operators.
 
 A spec is plain data naming a factory; it knows nothing of the IR. The factory is called
 only when the named thing is used, with its options checked against the declared types.
@@ -37,6 +37,24 @@ def lazy_factory(module: str, name: str) -> Callable[..., Any]:
     create.__doc__ = f"Create {module}.{name}."
     create.resolve = resolve  # type: ignore[attr-defined]
     return create
+
+
+def lazy_object(module: str, name: str) -> Callable[[], Any]:
+    """A function returning ``module.name``, importing the module on first call (a factory
+    for specs that name an existing object, such as an operator); like
+    :func:`lazy_factory`'s, its ``resolve`` is what ``plugins list --check`` calls."""
+    resolve = lazy_factory(module, name).resolve  # type: ignore[attr-defined]
+    found: list[Any] = []
+
+    def get() -> Any:
+        if not found:
+            found.append(resolve())
+        return found[0]
+
+    get.__name__ = get.__qualname__ = name
+    get.__doc__ = f"{module}.{name}."
+    get.resolve = get  # type: ignore[attr-defined]
+    return get
 
 
 def _names(value: Iterable[str] | str) -> tuple[str, ...]:
@@ -123,4 +141,14 @@ class PatternTableSpec:
 
     name: str
     factory: Callable[[Any], Any]
+    summary: str = ""
+
+
+@frozen
+class OperatorSpec:
+    """A graph operator: ``factory()`` returns it (an ``Op`` made by
+    ``passhost.relay.op.define_op`` with this ``name``)."""
+
+    name: str
+    factory: Callable[[], Any]
     summary: str = ""

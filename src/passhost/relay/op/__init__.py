@@ -1,4 +1,5 @@
-"""Operator declarations; importing this package registers every operator."""
+"""Operator declarations (``define_op``), one module per family; the built-in plugin registers
+them with the plugin host from its manifest."""
 
 from passhost.relay.op import (
     activation,

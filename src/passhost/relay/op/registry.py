@@ -19,11 +19,12 @@ import attrs
 import numpy as np
 from attrs import field, frozen
 
-from passhost.errors import AttrError, IRTypeError, UnknownNameError
+from passhost.errors import AttrError, IRTypeError, PluginError, UnknownNameError
 from passhost.ir.attrs import Attrs
 from passhost.ir.expr import BaseExpr
 from passhost.ir.node import VALUE
 from passhost.ir.types import TensorType, TupleType, Type
+from passhost.plugins.manager import get_host
 from passhost.relay.expr import Call, Expr, Tuple
 
 __all__ = [
@@ -230,43 +231,30 @@ class Op(Expr):
         return self.compute(attrs_value, *args)
 
 
-_OPS: dict[str, Op] = {}
-
-
 def define_op(name: str, *, inputs: Sequence[str], type_rel: TypeRelation, compute: Kernel,
               pattern: OpPattern, attrs: type[Attrs] | None = None,
               layout: LayoutInfo | None = None, tuple_inputs: Sequence[str] = (),
               description: str = "", te_compute: TECompute | None = None) -> Op:
-    """Declare and register operator ``name``; returns it (it builds calls of itself)."""
-    if name in _OPS:
-        raise ValueError(f"operator {name} is declared twice")
-    op = Op(name, tuple(inputs), attrs, type_rel, compute, pattern, layout,
-            frozenset(tuple_inputs), description, te_compute)
-    _OPS[name] = op
-    return op
-
-
-def _load_all() -> None:
-    # Importing the operator package imports every definition module, which registers
-    # every operator.
-    import passhost.relay.op  # noqa: F401
+    """Declare operator ``name``; returns it (it builds calls of itself). A plugin makes it
+    known by returning an :class:`~passhost.plugins.OperatorSpec` whose factory returns it
+    (passhost's own are in the built-in plugin's manifest)."""
+    return Op(name, tuple(inputs), attrs, type_rel, compute, pattern, layout,
+              frozenset(tuple_inputs), description, te_compute)
 
 
 def get_op(name: str) -> Op:
-    """The operator called ``name``; an unknown name lists close matches."""
-    op = _OPS.get(name)
-    if op is None:
-        _load_all()
-        op = _OPS.get(name)
-        if op is None:
-            raise UnknownNameError("operator", name, _OPS)
+    """The operator registered as ``name`` with the plugin host; an unknown name lists close
+    matches."""
+    op = get_host().registries.operators.get(name).factory()
+    if not isinstance(op, Op) or op.name != name:
+        raise PluginError(f"operator {name!r}: its factory returned {op!r}, not the Op "
+                          f"named {name!r}")
     return op
 
 
 def list_ops() -> list[Op]:
     """Every registered operator, sorted by name."""
-    _load_all()
-    return [_OPS[k] for k in sorted(_OPS)]
+    return [get_op(name) for name in sorted(get_host().registries.operators.names())]
 
 
 def as_array(value: Any, dtype: str) -> np.ndarray:
