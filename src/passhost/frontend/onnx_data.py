@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,11 @@ def element_type_name(elem_type: int) -> str:
         return TensorProto.DataType.Name(elem_type)
     except ValueError:
         return f"<unknown element type {elem_type}>"
+
+
+#: Element types whose raw_data is the little-endian bytes of the NumPy array of that dtype.
+_PLAIN_RAW = frozenset(("float16", "float32", "float64", "int8", "uint8", "int16", "uint16",
+                        "int32", "uint32", "int64", "uint64", "bool"))
 
 
 def dtype_name(elem_type: int) -> str | None:
@@ -153,6 +159,10 @@ def tensor_array(tensor: TensorProto, what: str, base_dir: Path | None = None) -
         raw = tensor.raw_data
     if tensor.data_type not in _PACKED:
         _check_size(tensor, dims, dtype, raw, what)
+    if raw is not None and dtype in _PLAIN_RAW and sys.byteorder == "little":
+        # The bytes are the array's, little-endian as ONNX stores them: use them as they are
+        # (read-only) rather than copying them twice more through numpy_helper.
+        return np.frombuffer(raw, dtype).reshape(dims)
     if raw is not None and uses_external_data(tensor):
         local = TensorProto()
         local.CopyFrom(tensor)
