@@ -181,6 +181,27 @@ def test_dense(rows, k, units, threads):
     assert_same(got, expected, atol=1e-5)
 
 
+@SETTINGS
+@given(rows=st.integers(1, 8), k=st.integers(1, 70), units=st.integers(1, 140),
+       threads=THREADS, relu=st.booleans())
+def test_dense_with_parameter_weights_reads_them_packed(rows, k, units, threads, relu):
+    # weights that are parameters (read-only in the executor) are packed once into panels of
+    # 64 units; units past a panel's end, odd k and every row count must come out right
+    x, w, b = _data((rows, k)), _data((units, k)), _data((units,))
+    v = relay.var("x", shape=x.shape, dtype="float32")
+    y = relay.add(nn.dense(v, relay.const(w)), relay.const(b))
+    body = relay.nn.relu(y) if relu else y
+    with PassContext(opt_level=3):
+        compiled = passhost.build(IRModule.from_expr(relay.Function([v], body)),
+                                  f"cpu -num-threads={threads}")
+    executor = compiled.executor()
+    assert [s.func for s in compiled.plan.steps] == [compiled.plan.steps[0].func]
+    expected = x.astype("float64") @ w.T.astype("float64") + b
+    expected = np.maximum(expected, 0) if relu else expected
+    for _ in range(2):  # the second run reads the panels packed by the first
+        np.testing.assert_allclose(executor(x)[0], expected, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize(("name", "attrs", "inputs"), [
     ("nn.conv2d", {}, [np.ones((1, 2, 3, 3), "float64"), np.ones((2, 2, 1, 1), "float64")]),
     ("nn.conv2d", {"data_layout": "NHWC", "kernel_layout": "HWIO"},

@@ -18,7 +18,7 @@ import numpy as np
 
 from passhost.errors import PasshostError
 from passhost.runtime.aligned import aligned_full
-from passhost.runtime.module import Module, NativeStep, find_function, run_scope
+from passhost.runtime.module import Module, NativeStep, find_function, run_scope, scope_factories
 from passhost.runtime.plan import ExecutorPlan, TensorEntry, param_mismatch
 
 __all__ = ["Executor", "ExecutorError"]
@@ -87,6 +87,8 @@ class Executor:
                 raise ExecutorError(f"no runtime module has function {step.func!r}")
             steps.append((func, tuple(arrays[a] for a in step.args)))
         self._runs = _bind_native_runs(steps)
+        self._scopes = scope_factories(module)
+        self._outputs = [arrays[o] for o in plan.outputs]
         self.input_names = [name for name, _ in plan.inputs]
 
     @staticmethod
@@ -110,9 +112,12 @@ class Executor:
         """Copy ``value`` into input ``key`` (a name or a position), checking its shape and
         dtype."""
         name = self.input_names[key] if isinstance(key, int) else key
-        if name not in self._inputs:
+        dest = self._inputs.get(name)
+        if dest is None:
             raise ExecutorError(f"unknown input {name!r}; the inputs are {self.input_names}")
-        dest = self._inputs[name]
+        if type(value) is np.ndarray and value.dtype == dest.dtype and value.shape == dest.shape:
+            np.copyto(dest, value)  # the common case, without the checks' cost
+            return
         arr = np.asarray(value)
         # the same dtype in either byte order is taken (copyto converts it)
         if arr.shape != dest.shape or not np.can_cast(arr.dtype, dest.dtype, "equiv"):
@@ -122,9 +127,16 @@ class Executor:
 
     def run(self) -> None:
         """Run every step once on the current inputs."""
+        if len(self._scopes) == 1:  # one target module: its scope, without an ExitStack
+            with self._scopes[0]():
+                self._run_steps()
+            return
         with run_scope(self.module):
-            for func, args in self._runs:
-                func(*args)
+            self._run_steps()
+
+    def _run_steps(self) -> None:
+        for func, args in self._runs:
+            func(*args)
 
     def get_output(self, index: int) -> np.ndarray:
         """Output ``index`` (a view of the executor's memory: the next run overwrites it)."""
@@ -141,14 +153,16 @@ class Executor:
             if len(inputs) != len(self.input_names):
                 raise ExecutorError(f"expected {len(self.input_names)} inputs "
                                     f"{self.input_names}, found {len(inputs)}")
-            named = dict(zip(self.input_names, inputs))
-        missing = [n for n in self.input_names if n not in named]
-        if missing:
-            raise ExecutorError(f"missing inputs {missing}")
-        for name, value in named.items():
+            given: Any = zip(self.input_names, inputs)
+        else:
+            missing = [n for n in self.input_names if n not in named]
+            if missing:
+                raise ExecutorError(f"missing inputs {missing}")
+            given = named.items()
+        for name, value in given:
             self.set_input(name, value)
         self.run()
-        return [self.get_output(i).copy() for i in range(self.num_outputs)]
+        return [output.copy() for output in self._outputs]
 
     def input_info(self) -> Sequence[tuple[str, tuple[int, ...], str]]:
         """(name, shape, dtype) of every input."""

@@ -8,7 +8,7 @@ target plugin only has to answer ``get_function`` for its own PrimFuncs.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack
+from contextlib import AbstractContextManager, ExitStack
 from typing import Any, Protocol, runtime_checkable
 
 from attrs import frozen
@@ -138,11 +138,15 @@ def find_function(module: Module, name: str) -> Callable[..., Any] | None:
     return None
 
 
+def scope_factories(module: Module) -> list[Callable[[], AbstractContextManager[Any]]]:
+    """The ``scope`` factories of ``module`` and of every module it imports, in order."""
+    return [scope for m in _all_modules(module)
+            if (scope := getattr(m, "scope", None)) is not None]
+
+
 def run_scope(module: Module) -> ExitStack:
     """A context entering the ``scope`` of ``module`` and of every module it imports."""
     stack = ExitStack()
-    for m in _all_modules(module):
-        scope = getattr(m, "scope", None)
-        if scope is not None:
-            stack.enter_context(scope())
+    for scope in scope_factories(module):
+        stack.enter_context(scope())
     return stack

@@ -26,7 +26,7 @@ import numpy as np
 from passhost.runtime import aligned_full
 from passhost_cpu_target.conv import weights_in_layout
 from passhost_cpu_target.native import library
-from passhost_cpu_target.native.library import address
+from passhost_cpu_target.native.library import NativeLibrary, address
 
 __all__ = ["ACTIVATION_CODES", "MATMUL_PACKED", "NativeKernel", "bound_arguments", "conv2d_nchw",
            "dense", "depthwise_conv2d_nchw", "depthwise_conv2d_nhwc", "kernel_failure", "matmul",
@@ -44,6 +44,14 @@ _prepared: dict[tuple[int, bytes], tuple[weakref.ref, Any]] = {}
 
 #: C arguments: arrays, and None for NULL.
 Arguments = list[np.ndarray | None]
+
+
+def _loaded() -> NativeLibrary:
+    """The kernel library (native kernels are only planned when it loaded)."""
+    lib = library()
+    if lib is None:
+        raise RuntimeError("the native kernel library is not available")
+    return lib
 
 
 def kernel_failure(kernel: str, status: int) -> MemoryError:
@@ -71,7 +79,7 @@ class NativeKernel:
         """Run the kernel."""
         values = self.arguments(*args, **options)
         assert values is not None  # only bindable=True may give None
-        status = getattr(library(), self.symbol)(*[None if v is None else address(v)
+        status = getattr(_loaded(), self.symbol)(*[None if v is None else address(v)
                                                     for v in values])
         if status:
             raise kernel_failure(self.symbol, status)
@@ -102,7 +110,7 @@ def prepared_conv2d_weights(weight: np.ndarray, wbuf: np.ndarray | None,
     Winograd), prepared once per read-only array (see :func:`_prepared_once`)."""
 
     def prepare() -> np.ndarray:
-        lib = library()
+        lib = _loaded()
         prepared = aligned_full(lib.conv2d_nchw_prepared(address(geometry)), None, "float32")
         w = weights_in_layout(weight, wbuf, kernel_layout, "OIHW")
         status = lib.conv2d_nchw_prepare(address(w), address(prepared), address(geometry))
@@ -176,19 +184,31 @@ def _max_pool2d_nchw(out: np.ndarray, data: np.ndarray, geometry: np.ndarray, *,
 max_pool2d_nchw = NativeKernel("max_pool2d_nchw", "max_pool_nchw", _max_pool2d_nchw)
 
 
+def _packed_dense_weight(weight: np.ndarray, geometry: np.ndarray) -> np.ndarray:
+    """``weight`` in the dense kernel's panels (see ``ph_dense_pack``)."""
+    lib = _loaded()
+    packed = aligned_full(lib.dense_packed(address(geometry)), None, "float32")
+    lib.dense_pack(address(weight), address(packed), address(geometry))
+    packed.flags.writeable = False
+    return packed
+
+
 def _dense(out: np.ndarray, data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None,
            geometry: np.ndarray, bounds: np.ndarray, *, bindable: bool = False) -> Arguments:
-    return [data, weight, out, bias, geometry, bounds]
+    packed = None if weight.flags.writeable else _prepared_once(
+        weight, geometry, lambda: _packed_dense_weight(weight, geometry))
+    return [data, weight, packed, out, bias, geometry, bounds]
 
 
 #: ``out = act(clamp(data @ weight.T + bias, lo, hi))`` (weight of shape (units, in)), a
-#: matrix-vector product per row.
+#: matrix-vector product per row; a read-only ``weight`` (a parameter) is packed once into
+#: panels read as one stream each.
 dense = NativeKernel("dense", "dense", _dense)
 
 
 def _packed_matmul_b(b: np.ndarray, geometry: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``b`` in the matmul kernel's panels, and the geometry saying it is packed."""
-    lib = library()
+    lib = _loaded()
     packed = aligned_full(lib.matmul_packed(address(geometry)), None, "float32")
     lib.matmul_pack_b(address(b), address(packed), address(geometry))
     used = geometry.copy()

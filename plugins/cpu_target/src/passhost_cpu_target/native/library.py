@@ -21,7 +21,9 @@ _SIGNATURES: dict[str, tuple[int, Any]] = {
     "ph_depthwise_nchw": (7, ctypes.c_int),
     "ph_depthwise_nhwc": (7, None),
     "ph_max_pool_nchw": (3, ctypes.c_int),
-    "ph_dense": (6, None),
+    "ph_dense": (7, None),
+    "ph_dense_packed": (1, ctypes.c_int64),
+    "ph_dense_pack": (3, None),
     "ph_matmul": (10, ctypes.c_int),
     "ph_matmul_packed": (1, ctypes.c_int64),
     "ph_matmul_pack_b": (3, None),
@@ -43,6 +45,10 @@ class NativeLibrary:
             function.argtypes = [_P] * count
             function.restype = restype
             setattr(self, name.removeprefix("ph_"), function)
+
+    def __getattr__(self, name: str) -> Any:
+        """Only reached for a name that is not an entry point (they are set above)."""
+        raise AttributeError(f"the kernel library has no entry point ph_{name}")
 
 
 def address(array: np.ndarray) -> int:

@@ -171,8 +171,10 @@ int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bia
 void ph_depthwise_nhwc(const float *x, const float *w, float *y, const float *bias,
                        const float *res, const i64 *g, const float *bounds);
 int ph_max_pool_nchw(const float *x, float *y, const i64 *g);
-void ph_dense(const float *x, const float *w, float *y, const float *bias, const i64 *g,
-              const float *bounds);
+i64 ph_dense_packed(const i64 *g);
+void ph_dense_pack(const float *w, float *wp, const i64 *g);
+void ph_dense(const float *x, const float *w, const float *wp, float *y, const float *bias,
+              const i64 *g, const float *bounds);
 i64 ph_matmul_packed(const i64 *g);
 void ph_matmul_pack_b(const float *b, float *bp, const i64 *g);
 int ph_matmul(const float *a, const float *b, float *bp, float *y, const float *bias,

@@ -16,13 +16,67 @@ static float hsum(vf v) {
   return s;
 }
 
-void ph_dense(const float *x, const float *w, float *y, const float *bias, const i64 *g,
-              const float *bounds) {
+/* Packed weights: panels of DENSE_PANEL units, each holding for every input k the panel's
+ * weights side by side ([panel][k][unit], units past the last zero), so that a panel is one
+ * sequential stream (the eight row streams of the unpacked form reach ~0.7x the speed on
+ * weights read from L3: a 784 x 512 layer 30 us against 21). */
+#define DENSE_PANEL (4 * VW)
+
+i64 ph_dense_packed(const i64 *g) {
+  return (g[2] + DENSE_PANEL - 1) / DENSE_PANEL * DENSE_PANEL * g[1];
+}
+
+void ph_dense_pack(const float *w, float *wp, const i64 *g) {
+  const i64 k = g[1], u = g[2], panels = (u + DENSE_PANEL - 1) / DENSE_PANEL;
+  for (i64 p = 0; p < panels; p++)
+    for (i64 j = 0; j < k; j++)
+      for (i64 l = 0; l < DENSE_PANEL; l++) {
+        const i64 unit = p * DENSE_PANEL + l;
+        wp[(p * k + j) * DENSE_PANEL + l] = unit < u ? w[unit * k + j] : 0.0f;
+      }
+}
+
+/* One panel of the packed form for every row: even and odd inputs in separate sums, so
+ * eight chains of additions are in flight. */
+static void dense_panel(const float *x, const float *panel, float *y, const float *bias,
+                        i64 m, i64 k, i64 u, i64 u0, float lo, float hi) {
+  const i64 nu = min64(DENSE_PANEL, u - u0);
+  for (i64 r = 0; r < m; r++) {
+    const float *xr = x + r * k;
+    vf acc[2][4];
+    for (int v = 0; v < 4; v++) acc[0][v] = acc[1][v] = (vf){0};
+    i64 j = 0;
+    for (; j + 1 < k; j += 2) {
+      const vf x0 = (vf){0} + xr[j], x1 = (vf){0} + xr[j + 1];
+      const float *w0 = panel + j * DENSE_PANEL, *w1 = w0 + DENSE_PANEL;
+      for (int v = 0; v < 4; v++) {
+        acc[0][v] += *(const vf *)(w0 + v * VW) * x0;
+        acc[1][v] += *(const vf *)(w1 + v * VW) * x1;
+      }
+    }
+    if (j < k) {
+      const vf x0 = (vf){0} + xr[j];
+      for (int v = 0; v < 4; v++) acc[0][v] += *(const vf *)(panel + j * DENSE_PANEL + v * VW) * x0;
+    }
+    float dots[DENSE_PANEL];
+    for (int v = 0; v < 4; v++) *(vf *)(dots + v * VW) = acc[0][v] + acc[1][v];
+    epilogue(y + r * u + u0, dots, nu, bias ? bias + u0 : NULL, 1, NULL, lo, hi);
+  }
+}
+
+void ph_dense(const float *x, const float *w, const float *wp, float *y, const float *bias,
+              const i64 *g, const float *bounds) {
   const i64 m = g[0], k = g[1], u = g[2];
   const int nt = m * k * u < PARALLEL_MIN_WORK ? 1 : num_threads(g[3]);
   const i64 kv = k / (2 * VW) * (2 * VW), groups = (u + DENSE_UNITS - 1) / DENSE_UNITS;
   const float lo = bounds[0], hi = bounds[1];
   const int act = activation_of(bounds);
+  if (wp) {
+    const i64 panels = (u + DENSE_PANEL - 1) / DENSE_PANEL;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (i64 p = 0; p < panels; p++)
+      dense_panel(x, wp + p * k * DENSE_PANEL, y, bias, m, k, u, p * DENSE_PANEL, lo, hi);
+  } else {
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (i64 gr = 0; gr < groups; gr++) {
     const i64 u0 = gr * DENSE_UNITS, nu = min64(DENSE_UNITS, u - u0);
@@ -46,6 +100,7 @@ void ph_dense(const float *x, const float *w, float *y, const float *bias, const
       }
       epilogue(y + r * u + u0, dots, nu, bias ? bias + u0 : NULL, 1, NULL, lo, hi);
     }
+  }
   }
   if (act) { /* afterwards, row by row: the groups are a few units each */
 #pragma omp parallel for num_threads(nt) schedule(static)
