@@ -171,6 +171,11 @@ int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bia
 void ph_depthwise_nhwc(const float *x, const float *w, float *y, const float *bias,
                        const float *res, const i64 *g, const float *bounds);
 int ph_max_pool_nchw(const float *x, float *y, const i64 *g);
+/* The kernels' thread pool (pool.c): fn(ctx, t) for every t < tasks on the caller and up to
+ * threads - 1 workers; the caller never waits for a worker that has not started a task. */
+typedef void (*ph_task_fn)(void *ctx, i64 task);
+PH_HIDDEN void ph_parallel(i64 tasks, int threads, ph_task_fn fn, void *ctx);
+
 i64 ph_dense_packed(const i64 *g);
 void ph_dense_pack(const float *w, float *wp, const i64 *g);
 void ph_dense(const float *x, const float *w, const float *wp, float *y, const float *bias,

@@ -21,6 +21,9 @@ static float hsum(vf v) {
  * sequential stream (the eight row streams of the unpacked form reach ~0.7x the speed on
  * weights read from L3: a 784 x 512 layer 30 us against 21). */
 #define DENSE_PANEL (4 * VW)
+/* Below this many multiply-adds the packed kernel runs on one thread (the pool's hand-off
+ * costs a few microseconds). */
+#define DENSE_POOL_MIN_WORK ((i64)1 << 17)
 
 i64 ph_dense_packed(const i64 *g) {
   return (g[2] + DENSE_PANEL - 1) / DENSE_PANEL * DENSE_PANEL * g[1];
@@ -36,10 +39,22 @@ void ph_dense_pack(const float *w, float *wp, const i64 *g) {
       }
 }
 
-/* One panel of the packed form for every row: even and odd inputs in separate sums, so
- * eight chains of additions are in flight. */
-static void dense_panel(const float *x, const float *panel, float *y, const float *bias,
-                        i64 m, i64 k, i64 u, i64 u0, float lo, float hi) {
+typedef struct {
+  const float *x, *wp, *bias;
+  float *y;
+  i64 m, k, u;
+  float lo, hi;
+  int act;
+} dense_job;
+
+/* Panel p of the packed form for every row: even and odd inputs in separate sums, so eight
+ * chains of additions are in flight; then the epilogue and the activation of its units. */
+static void dense_panel(void *arg, i64 p) {
+  const dense_job *job = arg;
+  const float *x = job->x, *panel = job->wp + p * job->k * DENSE_PANEL, *bias = job->bias;
+  float *y = job->y;
+  const i64 m = job->m, k = job->k, u = job->u, u0 = p * DENSE_PANEL;
+  const float lo = job->lo, hi = job->hi;
   const i64 nu = min64(DENSE_PANEL, u - u0);
   for (i64 r = 0; r < m; r++) {
     const float *xr = x + r * k;
@@ -62,6 +77,7 @@ static void dense_panel(const float *x, const float *panel, float *y, const floa
     for (int v = 0; v < 4; v++) *(vf *)(dots + v * VW) = acc[0][v] + acc[1][v];
     epilogue(y + r * u + u0, dots, nu, bias ? bias + u0 : NULL, 1, NULL, lo, hi);
   }
+  if (job->act) activate(y + u0, m, u, nu, job->act);
 }
 
 void ph_dense(const float *x, const float *w, const float *wp, float *y, const float *bias,
@@ -71,12 +87,12 @@ void ph_dense(const float *x, const float *w, const float *wp, float *y, const f
   const i64 kv = k / (2 * VW) * (2 * VW), groups = (u + DENSE_UNITS - 1) / DENSE_UNITS;
   const float lo = bounds[0], hi = bounds[1];
   const int act = activation_of(bounds);
-  if (wp) {
-    const i64 panels = (u + DENSE_PANEL - 1) / DENSE_PANEL;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (i64 p = 0; p < panels; p++)
-      dense_panel(x, wp + p * k * DENSE_PANEL, y, bias, m, k, u, p * DENSE_PANEL, lo, hi);
-  } else {
+  if (wp) { /* on the kernels' pool: a late thread cannot stall it (pool.c) */
+    dense_job job = {x, wp, bias, y, m, k, u, lo, hi, act};
+    ph_parallel((u + DENSE_PANEL - 1) / DENSE_PANEL,
+                m * k * u < DENSE_POOL_MIN_WORK ? 1 : num_threads(g[3]), dense_panel, &job);
+    return;
+  }
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (i64 gr = 0; gr < groups; gr++) {
     const i64 u0 = gr * DENSE_UNITS, nu = min64(DENSE_UNITS, u - u0);
@@ -100,7 +116,6 @@ void ph_dense(const float *x, const float *w, const float *wp, float *y, const f
       }
       epilogue(y + r * u + u0, dots, nu, bias ? bias + u0 : NULL, 1, NULL, lo, hi);
     }
-  }
   }
   if (act) { /* afterwards, row by row: the groups are a few units each */
 #pragma omp parallel for num_threads(nt) schedule(static)
