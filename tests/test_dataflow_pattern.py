@@ -6,10 +6,8 @@ import numpy as np
 import pytest
 
 from passhost import relay
-from passhost.errors import AttrError, OptionError, PasshostError, UnknownNameError
-from passhost.plugins import PatternTableSpec, get_host, hookimpl
+from passhost.errors import AttrError, UnknownNameError
 from passhost.relay.dataflow_pattern import (
-    get_pattern_table,
     is_constant,
     is_op,
     is_tuple,
@@ -18,7 +16,6 @@ from passhost.relay.dataflow_pattern import (
     match_bindings,
     wildcard,
 )
-from passhost.testing import registered, use_host
 
 
 def _conv_graph():
@@ -164,55 +161,3 @@ def test_matching_explores_only_as_deep_as_the_pattern():
     pattern = is_op("nn.relu")(is_op("nn.relu")(wildcard()))
     bindings = match_bindings(pattern, expr)
     assert bindings is not None and len(bindings) == 5  # 2 ops, 2 calls, the wildcard
-
-
-class _TablePlugin:
-    """A plugin registering the pattern tables it is given (name -> factory)."""
-
-    def __init__(self, **tables):
-        self.tables = {name.replace("_", "-"): factory for name, factory in tables.items()}
-
-    @hookimpl
-    def passhost_register_pattern_tables(self):
-        return [PatternTableSpec(name, factory, "a test table")
-                for name, factory in self.tables.items()]
-
-
-def test_pattern_tables_come_from_plugins_and_are_made_for_a_target():
-    entry = ("t.relu", is_op("nn.relu")(wildcard()))
-    made_for = []
-
-    def table(target):
-        made_for.append(target)
-        return [(*entry, bool)]
-
-    with use_host(), registered(_TablePlugin(test_table=table), "tables"):
-        assert made_for == []  # registering makes no table
-        assert get_pattern_table("test-table") == ((*entry, bool),)
-        assert get_pattern_table("test-table", target="the target") == ((*entry, bool),)
-        assert made_for == [None, "the target"]
-        assert get_host().registries.pattern_tables.entry("test-table").provider == "tables"
-        with pytest.raises(UnknownNameError, match=r"did you mean 'test-table'"):
-            get_pattern_table("test-tabel")
-    with use_host(), pytest.raises(UnknownNameError, match="unknown pattern table"):
-        get_pattern_table("test-table")
-
-
-def test_two_plugins_with_one_table_name_conflict():
-    with use_host(), registered(_TablePlugin(twice=lambda target: []), "one"), \
-            registered(_TablePlugin(twice=lambda target: []), "two"):
-        assert get_host().registries.conflicts() == [("pattern table", "twice", ("one", "two"))]
-        with pytest.raises(PasshostError, match="twice"):
-            get_pattern_table("twice")
-
-
-@pytest.mark.parametrize(("entries", "message"), [
-    ([("only a name",)], "entry 0 must be"),
-    ([("t.x", "nn.relu")], "not a Pattern"),
-    ([("t.x", wildcard(), 3)], "not callable"),
-])
-def test_bad_pattern_table_entries(entries, message):
-    with use_host(), registered(_TablePlugin(bad=lambda target: entries), "tables"), \
-            pytest.raises(OptionError, match=message):
-        get_pattern_table("bad")
-

@@ -578,24 +578,6 @@ def test_kind_pattern_tables():
         TargetKind("k", pattern_table=[("x",)]).pattern_entries()
 
 
-def test_a_kind_pattern_table_is_made_for_the_target_built():
-    made_for = []
-    kind = TargetKind("k", options=(OptionSpec("level", INT, 0),),
-                      pattern_table=lambda target: made_for.append(target) or _relu_table())
-    target = Target.from_kind(kind, {"level": 2})
-    assert kind.pattern_entries(target)[0][0] == "cmsis-nn.relu"
-    assert made_for == [target]
-
-
-def test_a_kind_names_a_registered_pattern_table():
-    kind = TargetKind("k", pattern_table="example")
-    assert [name for name, _, _ in kind.pattern_entries()] == [
-        "example.conv2d_bias_relu", "example.dense_add"]
-    with pytest.raises(UnknownNameError, match="unknown pattern table 'exampel'"):
-        TargetKind("k", pattern_table="exampel").pattern_entries()
-    with pytest.raises(TargetKindError, match="is not a pattern table name"):
-        TargetKind("k", pattern_table="not a name")
-
 
 def _ok(*_args):
     return None
