@@ -17,6 +17,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 import passhost  # noqa: E402
 from passhost.errors import PasshostError  # noqa: E402
 from passhost.frontend import OnnxImportError, from_onnx  # noqa: E402
+from passhost.ir import structural_equal  # noqa: E402
 from passhost.relay import evaluate  # noqa: E402
 from passhost.relay.visitor import post_order  # noqa: E402
 from passhost.transform import PassContext  # noqa: E402
@@ -458,6 +459,25 @@ def test_bytes_that_are_not_a_model_name_the_path(tmp_path):
     path.write_bytes(b"\xff\xfe not a protobuf \x00\x01")
     with pytest.raises(OnnxImportError, match=r"junk\.onnx"):
         from_onnx(str(path))
+
+
+@pytest.mark.parametrize(("name", "form"), [("m.onnx", "protobuf"), ("m.txtpb", "textproto"),
+                                            ("empty.onnx", None)])
+def test_a_model_file_reads_as_the_model(tmp_path, name, form):
+    # binary files are parsed mapped into memory; text forms go through onnx.load; an empty
+    # file is an empty model (an error about its graph, naming nothing missing on disk)
+    model = make_model([node("Gemm", ["x", "w"])], {"x": rand(2, 3)}, {"w": rand(3, 4)})
+    path = tmp_path / name
+    if form is None:
+        path.write_bytes(b"")
+        with pytest.raises(OnnxImportError):
+            from_onnx(path)
+        return
+    onnx.save_model(model, path, format=form)
+    got, got_params = from_onnx(path)
+    expected, params = from_onnx(model)
+    assert structural_equal(got, expected)
+    assert all(np.array_equal(got_params[k], params[k]) for k in params)
 
 
 def test_a_missing_file_names_the_path(tmp_path):
