@@ -41,7 +41,14 @@ from passhost.runtime.module import Module, find_function
 from passhost.runtime.npz import NpzError, read_npz, write_npz
 from passhost.runtime.plan import ExecutorPlan, PlanError
 from passhost.runtime.plan_check import check_params, check_plan_calls
-from passhost.runtime.tar_reader import TarFormatError, read_tar, write_tar
+from passhost.runtime.tar_reader import (
+    Data,
+    Piece,
+    TarFormatError,
+    pieces_of,
+    read_tar,
+    write_tar,
+)
 from passhost.tir.function import PrimFunc
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "ArtifactError", "load_artifact", "restore_dtype",
@@ -78,19 +85,21 @@ def restore_dtype(arr: np.ndarray, dtype: np.dtype | str | None) -> np.ndarray:
     return arr
 
 
-def _members(compiled: CompiledModule) -> dict[str, bytes]:
+def _members(compiled: CompiledModule) -> dict[str, list[Piece]]:
+    """Every member but the metadata and the checksum, each as the pieces of its data."""
     from passhost.text.module import print_module
 
     try:
         params = write_npz(compiled.params)
     except NpzError as err:
         raise ArtifactError(f"cannot save the parameters: {err}") from None
-    members = {"lowered.txt": compiled.ir_text.encode(), "params.npz": params}
+    members: dict[str, list[Piece]] = {"lowered.txt": [compiled.ir_text.encode()],
+                                       "params.npz": params}
     for kind, mod in compiled.tir.items():
-        members[f"tir/{kind}.txt"] = print_module(mod).encode()
+        members[f"tir/{kind}.txt"] = [print_module(mod).encode()]
     for module in (compiled.module, *compiled.module.imported_modules):
         for name, text in getattr(module, "files", {}).items():
-            members[f"modules/{module.type_key}/{name}"] = text.encode()
+            members[f"modules/{module.type_key}/{name}"] = [text.encode()]
     return members
 
 
@@ -102,7 +111,7 @@ def _signature(plan: ExecutorPlan) -> dict[str, list[dict[str, Any]]]:
                         for o in plan.outputs]}
 
 
-def _digest(members: Sequence[tuple[str, bytes]], digests: Mapping[str, bytes]) -> bytes:
+def _digest(members: Sequence[tuple[str, object]], digests: Mapping[str, bytes]) -> bytes:
     """The content of ``checksum.sha256`` for ``members``: the SHA-256 of each member's
     name and the SHA-256 of its data (``digests``, name -> raw digest), in order, each name
     preceded by its length, so no change, addition, removal or reordering of members keeps
@@ -114,9 +123,15 @@ def _digest(members: Sequence[tuple[str, bytes]], digests: Mapping[str, bytes]) 
     return f"{sha.hexdigest()}\n".encode()
 
 
-def _sha256(members: Iterable[tuple[str, bytes]]) -> dict[str, bytes]:
+def _sha256(members: Iterable[tuple[str, Data]]) -> dict[str, bytes]:
     """Name -> the raw SHA-256 of the data of every member."""
-    return {name: hashlib.sha256(data).digest() for name, data in members}
+    digests = {}
+    for name, data in members:
+        sha = hashlib.sha256()
+        for piece in pieces_of(data):
+            sha.update(piece)
+        digests[name] = sha.digest()
+    return digests
 
 
 def save_artifact(compiled: CompiledModule, path: str | os.PathLike[str]) -> None:
@@ -135,8 +150,9 @@ def save_artifact(compiled: CompiledModule, path: str | os.PathLike[str]) -> Non
                     for m in (compiled.module, *compiled.module.imported_modules)},
         "checksums": {name: digest.hex() for name, digest in digests.items()},
     }
-    ordered = [(_METADATA, json.dumps(metadata, indent=1).encode()), *members.items()]
-    digests[_METADATA] = hashlib.sha256(ordered[0][1]).digest()
+    ordered: list[tuple[str, Data]] = [(_METADATA, json.dumps(metadata, indent=1).encode()),
+                                        *members.items()]
+    digests.update(_sha256(ordered[:1]))
     ordered.append((_CHECKSUM, _digest(ordered, digests)))
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")

@@ -13,14 +13,29 @@ from __future__ import annotations
 
 import io
 import math
+import struct
 import zipfile
+import zlib
 from collections.abc import Mapping
 
 import numpy as np
 
 from passhost.errors import PasshostError
+from passhost.runtime.tar_reader import Piece
 
 __all__ = ["NpzError", "read_npy", "read_npz", "write_npz"]
+
+#: ZIP records (little-endian): local header, central directory entry, their ZIP64 extra
+#: fields, ZIP64 end of directory and its locator, end of directory.
+_LOCAL = struct.Struct("<IHHHHHIIIHH")
+_CENTRAL = struct.Struct("<IHHHHHHIIIHHHHHII")
+_ZIP64_SIZES = struct.Struct("<HHQQ")
+_ZIP64_ENTRY = struct.Struct("<HHQQQ")
+_ZIP64_END = struct.Struct("<IQHHIIQQQQ")
+_ZIP64_LOCATOR = struct.Struct("<IIQI")
+_END = struct.Struct("<IHHHHIIH")
+#: 1980-01-01, the first date ZIP can hold (MS-DOS form); 0xFFFFFFFF: "see the ZIP64 field".
+_DOS_DATE, _FULL = (0 << 9) | (1 << 5) | 1, 0xFFFFFFFF
 
 _HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0,
                    (2, 0): np.lib.format.read_array_header_2_0}
@@ -30,15 +45,54 @@ class NpzError(PasshostError):
     """An ``.npz`` that is malformed, or not one :func:`write_npz` would write."""
 
 
-def write_npz(arrays: Mapping[str, np.ndarray]) -> bytes:
-    """``arrays`` (name -> numeric array) as the bytes of an uncompressed ``.npz``."""
-    for name, arr in arrays.items():
-        if np.asarray(arr).dtype.hasobject:
+def write_npz(arrays: Mapping[str, np.ndarray]) -> list[Piece]:
+    """``arrays`` (name -> numeric array) as an uncompressed ``.npz``, in pieces whose
+    concatenation is the file: the arrays' own memory is among them, not copied (a model's
+    parameters are most of an artifact). Members are ZIP64 entries ``<name>.npy``, as
+    ``np.savez`` writes them, dated 1980-01-01 so the same arrays give the same bytes."""
+    pieces: list[Piece] = []
+    central: list[bytes] = []
+    offset = 0
+    for name, value in arrays.items():
+        array = np.asarray(value, order="C")
+        if array.dtype.hasobject:
             raise NpzError(f"parameter {name!r} holds Python objects; only numeric arrays "
                            f"can be stored")
-    buf = io.BytesIO()
-    np.savez(buf, **{name: np.asarray(arr) for name, arr in arrays.items()})
-    return buf.getvalue()
+        header_bytes = _npy_header(array)
+        data = memoryview(array.reshape(-1).view(np.uint8))
+        crc = zlib.crc32(data, zlib.crc32(header_bytes))
+        size = len(header_bytes) + data.nbytes
+        entry = f"{name}.npy".encode()
+        pieces += [_LOCAL.pack(0x04034B50, 45, 0, 0, 0, _DOS_DATE, crc, _FULL, _FULL,
+                               len(entry), 20) + entry + _ZIP64_SIZES.pack(1, 16, size, size),
+                   header_bytes, data]
+        central.append(_CENTRAL.pack(0x02014B50, 45, 45, 0, 0, 0, _DOS_DATE, crc, _FULL, _FULL,
+                                     len(entry), 28, 0, 0, 0, 0o600 << 16, _FULL)
+                       + entry + _ZIP64_ENTRY.pack(1, 24, size, size, offset))
+        offset += len(pieces[-3]) + size
+    directory = b"".join(central)
+    count = len(central)
+    if not count:  # an empty archive: its end record alone, as np.savez writes it
+        return [_END.pack(0x06054B50, 0, 0, 0, 0, 0, 0, 0)]
+    pieces.append(directory
+                  + _ZIP64_END.pack(0x06064B50, 44, 45, 45, 0, 0, count, count, len(directory),
+                                    offset)
+                  + _ZIP64_LOCATOR.pack(0x07064B50, 0, offset + len(directory), 1)
+                  + _END.pack(0x06054B50, 0, 0, min(count, 0xFFFF), min(count, 0xFFFF), _FULL,
+                              _FULL, 0))
+    return pieces
+
+
+def _npy_header(array: np.ndarray) -> bytes:
+    """The ``.npy`` header of ``array`` (format 1.0, or 2.0 when 1.0 cannot hold it)."""
+    out = io.BytesIO()
+    header = np.lib.format.header_data_from_array_1_0(array)
+    try:
+        np.lib.format.write_array_header_1_0(out, header)
+    except ValueError:
+        out = io.BytesIO()
+        np.lib.format.write_array_header_2_0(out, header)
+    return out.getvalue()
 
 
 def read_npy(raw: bytes, name: str) -> np.ndarray:

@@ -15,12 +15,12 @@ from __future__ import annotations
 import os
 import stat
 import tarfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import BinaryIO
 
 from passhost.errors import PasshostError
 
-__all__ = ["TarFormatError", "read_tar", "write_tar"]
+__all__ = ["Data", "Piece", "TarFormatError", "pieces_of", "read_tar", "write_tar"]
 
 _BLOCK = 512
 _MAGIC = b"ustar\x0000"  # magic and version of POSIX ustar
@@ -40,20 +40,34 @@ class TarFormatError(PasshostError):
     besides regular members of sizes the file can hold."""
 
 
-def write_tar(out: BinaryIO, members: Iterable[tuple[str, bytes]]) -> None:
+#: A piece of a member written in pieces: bytes, or a view of an array's memory.
+Piece = bytes | memoryview
+#: A member's data: bytes, or pieces to write one after the other.
+Data = bytes | Sequence[Piece]
+
+
+def pieces_of(data: Data) -> Sequence[Piece]:
+    """``data`` as a sequence of pieces."""
+    return (data,) if isinstance(data, bytes) else data
+
+
+def write_tar(out: BinaryIO, members: Iterable[tuple[str, Data]]) -> None:
     """Write ``members`` (name, data), in order, as a ustar file :func:`read_tar` reads:
     each header, then the data as it is (no copy in between), padded to whole blocks."""
     for name, data in members:
+        pieces = pieces_of(data)
+        size = sum(memoryview(piece).nbytes for piece in pieces)
         info = tarfile.TarInfo(name)
-        info.size = len(data)
+        info.size = size
         info.mode = 0o644
         try:
             header = info.tobuf(tarfile.USTAR_FORMAT, "utf-8", "strict")
         except ValueError as err:  # a name or size ustar cannot hold
             raise TarFormatError(f"member {name!r} cannot be written: {err}") from None
         out.write(header)
-        out.write(data)
-        out.write(bytes(-len(data) % _BLOCK))
+        for piece in pieces:
+            out.write(piece)
+        out.write(bytes(-size % _BLOCK))
     out.write(bytes(2 * _BLOCK))  # the end-of-archive marker
 
 
