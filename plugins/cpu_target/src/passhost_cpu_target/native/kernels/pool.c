@@ -38,11 +38,12 @@ static struct {
   _Atomic int sleepers;                 /* workers asleep on `wake` */
   _Atomic i64 done;                     /* tasks of the current job finished */
   _Atomic int workers;                  /* workers started */
-  /* the current job, written before its generation is published */
-  ph_task_fn fn;
-  void *ctx;
-  i64 tasks;
-  int helpers;                          /* workers that may take part (threads - 1) */
+  /* the current job, written before its generation is published; atomic (relaxed) because
+   * a late worker may read them while the next job is written, then fail to claim */
+  _Atomic(ph_task_fn) fn;
+  _Atomic(void *) ctx;
+  _Atomic i64 tasks;
+  _Atomic int helpers;                  /* workers that may take part (threads - 1) */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local int in_task;
@@ -60,10 +61,10 @@ static void run_tasks(uint64_t gen) {
   for (;;) {
     uint64_t word = atomic_load_explicit(&pool.word, memory_order_acquire);
     if (word >> 32 != gen) return;
-    const ph_task_fn fn = pool.fn;
-    void *const ctx = pool.ctx;
+    const ph_task_fn fn = atomic_load_explicit(&pool.fn, memory_order_relaxed);
+    void *const ctx = atomic_load_explicit(&pool.ctx, memory_order_relaxed);
     const i64 task = (i64)(word & 0xffffffffu);
-    if (task >= pool.tasks) return;
+    if (task >= atomic_load_explicit(&pool.tasks, memory_order_relaxed)) return;
     if (!atomic_compare_exchange_weak_explicit(&pool.word, &word, word + 1,
                                                memory_order_acq_rel, memory_order_relaxed))
       continue;
@@ -91,7 +92,7 @@ static void *worker(void *arg) {
       continue;
     }
     last = gen;
-    if (index < pool.helpers) run_tasks(gen);
+    if (index < atomic_load_explicit(&pool.helpers, memory_order_relaxed)) run_tasks(gen);
   }
   return NULL;
 }
@@ -134,10 +135,13 @@ void ph_parallel(i64 tasks, int threads, ph_task_fn fn, void *ctx) {
     return;
   }
   pthread_once(&fork_handler, install_fork_handler);
-  pool.helpers = ensure_workers(helpers);
-  pool.fn = fn;
-  pool.ctx = ctx;
-  pool.tasks = tasks;
+  /* workers started for an earlier, wider call stay out: num-threads is honoured */
+  const int started = ensure_workers(helpers);
+  atomic_store_explicit(&pool.helpers, started < helpers ? started : helpers,
+                        memory_order_relaxed);
+  atomic_store_explicit(&pool.fn, fn, memory_order_relaxed);
+  atomic_store_explicit(&pool.ctx, ctx, memory_order_relaxed);
+  atomic_store_explicit(&pool.tasks, tasks, memory_order_relaxed);
   atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
   const uint64_t gen = (atomic_load_explicit(&pool.word, memory_order_relaxed) >> 32) + 1;
   atomic_store_explicit(&pool.word, gen << 32, memory_order_release);
