@@ -699,10 +699,14 @@ CHECKED_X_BAD = case("checked", _checked(), 2, CHECKED_X_NEGATIVE, np.zeros(8, n
 def test_allocations_on_the_stack_and_the_heap_per_thread(run, unit):
     (_, _, out) = outputs(run, CHECKED)
     np.testing.assert_array_equal(out, np.sqrt(CHECKED_X) + np.arange(8) * 3)
-    text = unit.source[unit.source.index("int32_t checked("):]
-    text = text[:text.index("\n}\n")]
-    assert text.count("ph_alloc(") == 2 and text.count("free(") == 2
-    assert "float small[4] __attribute__((aligned(64)));" in text
+    outer = unit.source[unit.source.index("int32_t checked("):]
+    outer = outer[:outer.index("\n}\n")]
+    assert outer.count("ph_alloc(") == 1 and outer.count("free(") == 1  # big
+    # the parallel loop's body, outlined: its memory is each task's own
+    task = unit.source[unit.source.index("static void checked_par1_body("):]
+    task = task[:task.index("\n}\n")]
+    assert task.count("ph_alloc(") == 1 and task.count("free(") == 1  # scratch
+    assert "float small[4] __attribute__((aligned(64)));" in task
 
 
 def test_a_failing_assertion_returns_its_status_and_message(run):

@@ -8,7 +8,9 @@ source and each function's signature. The convention (docs/targets.md, "The C pr
   parameter its C value, a handle parameter without a buffer ``void *``;
 * it returns 0; 1 when an ``AssertStmt`` fails, 2 when a heap allocation fails
   (``<prefix>_last_error()`` then gives the message in the calling thread);
-* parallel loops use OpenMP with ``<prefix>_num_threads`` threads (0: OpenMP's default);
+* a parallel loop's body becomes a task function (:mod:`.outline`), run on the pool the
+  loader sets in ``<prefix>_parallel`` (else OpenMP) with ``<prefix>_num_threads`` threads
+  (0: OpenMP's default);
 * the unit is C11 with GNU extensions (``-std=gnu11``), plus :attr:`CUnit.flags`.
 
 Targets adapt it through :class:`CPrinter`'s options: an :class:`ExternPrinter` for their

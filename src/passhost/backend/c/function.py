@@ -45,6 +45,7 @@ from passhost.backend.c.expr import (
 )
 from passhost.backend.c.extern import ExternArgs, ExternPrinter
 from passhost.backend.c.naming import Namer, is_identifier
+from passhost.backend.c.outline import Local, OutlinedLoop, captured
 from passhost.ir import traversal
 from passhost.tir import expr as te
 from passhost.tir import stmt as ts
@@ -135,7 +136,10 @@ class FunctionPrinter:
         self.uses_status = False
         self._temps = 0
         self._regions = 0
-        self._unused_checks: list[tuple[int, Any, str]] = []  # (line index, node, name)
+        # (lines, index in them, node, name): declarations to mark if nothing uses the node
+        self._unused_checks: list[tuple[list[Any], int, Any, str]] = []
+        self._locals: dict[str, Local] = {}  # what a parallel body may capture, in order
+        self._outlined: list[OutlinedLoop] = []
         self._constants: list[tuple[Pointer, str]] = []
         self._keep: list[Any] = []
         self.externs: set[str] = set()
@@ -284,7 +288,7 @@ class FunctionPrinter:
     def declare(self, ind: int, node: Any, name: str, text: str) -> None:
         """A declaration line; ``(void)name;`` is added if nothing uses ``node``."""
         self.line(ind, text)
-        self._unused_checks.append((len(self.lines) - 1, node, name))
+        self._unused_checks.append((self.lines, len(self.lines) - 1, node, name))
         self._keep.append(node)
 
     # -- the function -----------------------------------------------------------------------
@@ -305,6 +309,8 @@ class FunctionPrinter:
                 self.handles[id(var)] = self.views[id(buf)] = ptr
                 restrict = "restrict " if self.unit.restrict else ""
                 decl = f"{'const ' if ro else ''}{ptr.storage} *{restrict}{name}"
+                self._locals[name] = Local(f"{'const ' if ro else ''}{ptr.storage} *",
+                                           self.unit.restrict)
                 params.append(CParam(name, "buffer", buf.dtype, buf.shape, ro, decl))
                 param_nodes.append((ptr, name))
             elif var.dtype == "handle":
@@ -312,11 +318,13 @@ class FunctionPrinter:
                 ptr = Pointer(name, None)
                 self.handles[id(var)] = ptr
                 params.append(CParam(name, "handle", "handle", None, False, f"void *{name}"))
+                self._locals[name] = Local("void *")
                 param_nodes.append((ptr, name))
             else:
                 name = self.names.fresh(var.name_hint)
                 self.scalars[id(var)] = name
                 decl = f"{value_type(var.dtype)} {name}"
+                self._locals[name] = Local(f"{value_type(var.dtype)} ")
                 params.append(CParam(name, "scalar", var.dtype, None, False, decl))
                 param_nodes.append((var, name))
                 if var.dtype in ("float16", "bfloat16"):
@@ -343,18 +351,18 @@ class FunctionPrinter:
             self.line(1, "return ph_status;")
         else:
             self.line(1, "return 0;")
-        for index, node, name in self._unused_checks:
+        for lines, index, node, name in self._unused_checks:
             if id(node) not in self.used:
-                self.lines[index] += f" (void){name};"
+                lines[index] += f" (void){name};"
         signature = f"int32_t {self.symbol}({', '.join(decls) or 'void'})"
         out = [f"/* PrimFunc {self.name!r} */" if "*/" not in self.name else "/* PrimFunc */"]
         for ptr, text in self._constants:
             if id(ptr) in self.used:
                 out.append(text)
-        out += [signature, "{"]
-        for item in self.lines:
-            out.extend(item.lines if isinstance(item, _Slot) else (item,))
-        out.append("}")
+        for loop in self._outlined:
+            loop.body = _flat(loop.body)
+            out.append(loop.text())
+        out += [signature, "{", *_flat(self.lines), "}"]
         return "\n".join(out) + "\n", tuple(params)
 
     # -- regions ----------------------------------------------------------------------------
@@ -378,6 +386,7 @@ class FunctionPrinter:
             region.stack_bytes += padded
         region.allocs.append((s, ptr, heap))
         self.handles[id(s.buffer_var)] = ptr
+        self._locals[name] = Local(f"{ptr.storage} *", True)  # memory of its own
 
     def _scratch(self, s: ts.Allocate, region: _Region, size: int) -> None:
         """Point ``s`` into the unit's shared scratch memory, after this function's other
@@ -544,9 +553,11 @@ class FunctionPrinter:
                 ptr = Pointer(name, None)
                 self.handles[id(var)] = ptr
                 self.declare(ind, ptr, name, f"void *{name} = {text};")
+                self._locals[name] = Local("void *")
             else:
                 self.scalars[id(var)] = name
                 self.declare(ind, var, name, f"const {value_type(var.dtype)} {name} = {text};")
+                self._locals[name] = Local(f"{value_type(var.dtype)} ")
         stack.append(("s", s.body, ind))
 
     def _s_Allocate(self, s: ts.Allocate, ind: int, stack: list[Any]) -> None:
@@ -576,6 +587,9 @@ class FunctionPrinter:
         self.views[id(buf)] = view
         const = "const " if view.const else ""
         self.declare(ind, view, name, f"{const}{view.storage} *{name} = {source.text};")
+        based = self._locals.get(base.text)
+        self._locals[name] = Local(f"{const}{view.storage} *",
+                                   root=(based.root or base.text) if based else None)
         stack.append(("s", s.body, ind))
 
     def _s_AssertStmt(self, s: ts.AssertStmt, ind: int, stack: list[Any]) -> None:
@@ -616,12 +630,12 @@ class FunctionPrinter:
         var = s.loop_var
         vt = value_type(var.dtype)
         lo, hi = self._bounds(s, ind)
+        if s.kind == "parallel" and not self.unit.freestanding:
+            self._parallel(s, ind, lo, hi, stack)
+            return
         name = self.names.fresh(var.name_hint)
         self.scalars[id(var)] = name
-        head = f"for ({vt} {name} = {lo}; {name} < {hi}; ++{name}) {{"
-        if s.kind == "parallel" and not self.unit.freestanding:
-            self._parallel(s, ind, head, stack)
-            return
+        self._locals[name] = Local(f"{vt} ")
         if s.kind == "vectorized" and not self.unit.freestanding:
             if id(s) in self.no_simd:
                 self.line(ind, "/* vectorized, printed serial: its body allocates, asserts, "
@@ -632,7 +646,7 @@ class FunctionPrinter:
             extent = strip(s.extent)
             count = extent.value if isinstance(extent, te.IntImm) else 8
             self.line(ind, f"#pragma GCC unroll {min(max(count, 1), _UNROLL_LIMIT)}")
-        self.line(ind, head)
+        self.line(ind, f"for ({vt} {name} = {lo}; {name} < {hi}; ++{name}) {{")
         stack.append(("l", "}", ind))
         stack.append(("s", s.body, ind + 1))
 
@@ -668,46 +682,61 @@ class FunctionPrinter:
         self.line(ind, f"const {vt} {name} = {end};")
         return lo, name
 
-    def _parallel(self, s: ts.For, ind: int, head: str, stack: list[Any]) -> None:
+    def _parallel(self, s: ts.For, ind: int, lo: str, hi: str, stack: list[Any]) -> None:
+        """Print parallel loop ``s`` over ``[lo, hi)`` as a call running its outlined body
+        (:mod:`.outline`) on the unit's threads."""
         region = self.region_of[id(s)]
         self._regions += 1
         region.label = f"ph_next{self._regions}"
-        outer = self.region
-        if region.has_allocs:  # per-thread allocations: a parallel block around the loop
-            self.line(ind, "PH_OMP_PARALLEL")
-            self.line(ind, "{")
-            decls = self.slot()
-            self.line(ind + 1, "PH_OMP_FOR")
-            self.line(ind + 1, head)
-            check = self.slot()
-            body_ind = ind + 2
-        else:
-            self.line(ind, "PH_OMP_PARALLEL_FOR")
-            self.line(ind, head)
-            body_ind = ind + 1
+        outer, outer_lines, known = self.region, self.lines, len(self._locals)
+        symbol = self.unit.namer.fresh(f"{self.symbol}_par{self._regions}",
+                                       avoid=self.names.taken)
+        var = s.loop_var
+        vt = value_type(var.dtype)
+        name = self.names.fresh(var.name_hint)
+        self.scalars[id(var)] = name
+        self._locals[name] = Local(f"{vt} ")  # after `known`: the body's own, not a capture
+        self.lines = []
+        decls = self.slot()
+        self.line(1, f"for ({vt} {name} = ({vt})ph_first; {name} < ({vt})ph_last; ++{name}) {{")
+        check = self.slot()
 
         def enter() -> None:
             self.region = region
 
         def leave() -> None:
-            ok = self._close_region(region, ind + 1)
-            if region.has_allocs:
-                decls.lines = region.decls
-                if ok is not None:
-                    check.lines = [f"{_INDENT * body_ind}if (!{ok})",
-                                   f"{_INDENT * (body_ind + 1)}continue;"]
+            ok = self._close_region(region, 1)
+            decls.lines = region.decls
+            if ok is not None:
+                check.lines = [f"{_INDENT * 2}if (!{ok})", f"{_INDENT * 3}continue;"]
             if region.gotos:
-                self.line(body_ind, f"{region.label}: ;")
-            self.line(body_ind - 1, "}")
-            if region.has_allocs:
-                self.lines.extend(self._frees(region, ind + 1))
-                self.line(ind, "}")
-            if region.gotos or ok is not None:
+                self.line(2, f"{region.label}: ;")
+            self.line(1, "}")
+            self.lines.extend(self._frees(region, 1))
+            body = self.lines
+            self.lines, self.region = outer_lines, outer
+            fails = bool(region.gotos) or ok is not None
+            if fails:
+                self.uses_status = True
+                self.runtime.use("ph_fail")
+            outer_locals = dict(list(self._locals.items())[:known])
+            names = captured(_flat(body), outer_locals)
+            loop = OutlinedLoop(symbol, {n: outer_locals[n] for n in names}, body, fails)
+            self._outlined.append(loop)
+            self.lines.extend(loop.call(ind, lo, hi))
+            if fails:
                 self.line(ind, f"if ({self.runtime.use('ph_failed')}(&ph_status))")
                 self.line(ind + 1, f"goto {outer.label};")
                 outer.gotos += 1
-            self.region = outer
 
         stack.append(("f", leave))
-        stack.append(("s", s.body, body_ind))
+        stack.append(("s", s.body, 2))
         stack.append(("f", enter))
+
+
+def _flat(lines: list[Any]) -> list[str]:
+    """``lines`` with every slot replaced by its lines."""
+    out: list[str] = []
+    for item in lines:
+        out.extend(item.lines if isinstance(item, _Slot) else (item,))
+    return out

@@ -276,25 +276,63 @@ def _generated(name: str) -> str | None:
 
 
 def threads_section(prefix: str) -> str:
-    """The OpenMP part of the preamble: ``ph_threads()`` (``<prefix>_num_threads`` when
-    positive, else OpenMP's default) and the loop pragmas as macros, empty without OpenMP."""
+    """The threads part of the preamble: ``ph_threads()`` (``<prefix>_num_threads`` when
+    positive, else OpenMP's default, else 1), the iteration ranges of a parallel loop's
+    tasks, and ``ph_parallel_for``, which runs them on the pool ``<prefix>_parallel`` when
+    the loader set one, else on OpenMP's threads, else serially (:mod:`.outline`)."""
     return f"""\
 #ifdef _OPENMP
 #include <omp.h>
-static inline int ph_threads(void)
-{{
-    return {prefix}_num_threads > 0 ? (int){prefix}_num_threads : omp_get_max_threads();
-}}
-#define PH_OMP_PARALLEL_FOR _Pragma("omp parallel for schedule(static) num_threads(ph_threads())")
-#define PH_OMP_PARALLEL _Pragma("omp parallel num_threads(ph_threads())")
-#define PH_OMP_FOR _Pragma("omp for schedule(static)")
 #define PH_OMP_SIMD _Pragma("omp simd")
 #else
-#define PH_OMP_PARALLEL_FOR
-#define PH_OMP_PARALLEL
-#define PH_OMP_FOR
 #define PH_OMP_SIMD
 #endif
+
+static inline int ph_threads(void)
+{{
+#ifdef _OPENMP
+    return {prefix}_num_threads > 0 ? (int){prefix}_num_threads : omp_get_max_threads();
+#else
+    return {prefix}_num_threads > 0 ? (int){prefix}_num_threads : 1;
+#endif
+}}
+
+/* The iterations of a parallel loop: the first, how many, and the tasks they are split in. */
+struct ph_range {{
+    int64_t first, count, tasks;
+}};
+
+/* The iterations [*first, *last) of task `task`: consecutive shares differing by one at most. */
+static inline void ph_task_range(const struct ph_range *range, int64_t task,
+                                 int64_t *first, int64_t *last)
+{{
+    const int64_t share = range->count / range->tasks, extra = range->count % range->tasks;
+    *first = range->first + task * share + (task < extra ? task : extra);
+    *last = *first + share + (task < extra);
+}}
+
+/* Runs task(range, t) for every task t of a parallel loop: one task per thread, at most one
+ * per iteration. `range` is the first member of the loop's struct. */
+static inline void ph_parallel_for(struct ph_range *range, void (*task)(void *, int64_t))
+{{
+    const int threads = ph_threads();
+    range->tasks = range->count < threads ? range->count : threads;
+    if (range->tasks > 1 && {prefix}_parallel != NULL) {{
+        {prefix}_parallel(range->tasks, threads, task, range);
+        return;
+    }}
+#ifdef _OPENMP
+    if (range->tasks > 1) {{
+        const int64_t tasks = range->tasks;
+        _Pragma("omp parallel for schedule(static) num_threads(threads)")
+        for (int64_t t = 0; t < tasks; ++t)
+            task(range, t);
+        return;
+    }}
+#endif
+    for (int64_t t = 0; t < range->tasks; ++t)
+        task(range, t);
+}}
 """
 
 

@@ -98,6 +98,13 @@ class CUnit:
         return f"{self.prefix}_num_threads"
 
     @property
+    def parallel_symbol(self) -> str:
+        """The pointer to the thread pool running parallel loops, ``void (*)(int64_t tasks,
+        int threads, void (*task)(void *, int64_t), void *ctx)``; NULL (the default) runs
+        them on OpenMP's threads."""
+        return f"{self.prefix}_parallel"
+
+    @property
     def last_error_symbol(self) -> str:
         """The function ``const char *f(void)`` giving the last failure's message in the
         calling thread (NULL before any failure)."""
@@ -125,7 +132,8 @@ class UnitState:
         self.runtime = Runtime(single_thread=freestanding)
         self.externs: set[str] = set()
         self.namer = Namer(extra=self.externs)
-        self.namer.taken.update({f"{prefix}_num_threads", f"{prefix}_last_error",
+        self.namer.taken.update({f"{prefix}_num_threads", f"{prefix}_parallel",
+                                 f"{prefix}_last_error",
                                  self.scratch_symbol, "ph_last_error_message"})
         self.flags: set[str] = set()
 
@@ -184,8 +192,12 @@ def _globals(state: UnitState) -> str:
     parts = []
     if not state.freestanding:
         parts.append(f"""\
-/* The threads of parallel loops (with OpenMP): 0 means OpenMP's default. */
+/* The threads of parallel loops: 0 means OpenMP's default (1 without OpenMP). */
 int32_t {prefix}_num_threads = 0;
+
+/* The thread pool running parallel loops, set by the loader: pool(tasks, threads, task, ctx)
+ * runs task(ctx, t) for every t < tasks on up to `threads` threads. NULL: OpenMP's threads. */
+void (*{prefix}_parallel)(int64_t, int, void (*)(void *, int64_t), void *) = NULL;
 """)
     if state.last_error:
         local = "" if state.freestanding else "_Thread_local "
