@@ -6,9 +6,10 @@ Settings come from the environment (``PASSHOST_LOAD_PLUGINS``, ``PASSHOST_DISABL
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import importlib_metadata
 from attrs import frozen
@@ -52,12 +53,33 @@ class LoadSettings:
         return "*" in self.disabled or name in self.disabled
 
 
+class DistributionFacts(NamedTuple):
+    """What the host reads of a plugin's distribution: its name, version and requirement
+    lines (``Requires-Dist``); all None or empty for an entry point without one."""
+
+    name: str | None
+    version: str | None
+    requires: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=256)
+def distribution_facts(dist: Any) -> DistributionFacts:
+    """The facts of ``dist`` from one parse of its metadata (each of ``dist.name``,
+    ``dist.version`` and ``dist.requires`` parses it again)."""
+    if dist is None:
+        return DistributionFacts(None, None, ())
+    meta = dist.metadata
+    return DistributionFacts(meta["Name"], meta["Version"],
+                             tuple(meta.get_all("Requires-Dist") or ()))
+
+
 def discover() -> list[Any]:
     """The entry points of :data:`ENTRY_POINT_GROUP`, sorted by distribution, then name."""
     found = importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
 
     def key(ep: Any) -> tuple[str, str]:
-        return (canonicalize_name(ep.dist.name) if ep.dist else "", ep.name)
+        name = distribution_facts(ep.dist).name
+        return (canonicalize_name(name) if name else "", ep.name)
 
     return sorted(found, key=key)
 

@@ -22,7 +22,13 @@ from passhost._version import __version__
 from passhost.errors import PluginError
 from passhost.plugins.contract import unknown_hook, unmarked_functions
 from passhost.plugins.hookspecs import ALL_HOOKS, PROJECT, REGISTRATION_HOOKS
-from passhost.plugins.loading import LoadSettings, discover, is_compatible, passhost_requirement
+from passhost.plugins.loading import (
+    LoadSettings,
+    discover,
+    distribution_facts,
+    is_compatible,
+    passhost_requirement,
+)
 from passhost.plugins.registry import Registries
 from passhost.plugins.spec_checks import spec_problems
 
@@ -198,11 +204,10 @@ class PluginHost:
             self._load_one(ep, settings)
 
     def _load_one(self, ep: Any, settings: LoadSettings) -> None:
-        dist = ep.dist
+        facts = distribution_facts(ep.dist)
         record = PluginRecord(
-            ep.name, distribution=dist.name if dist else None,
-            version=dist.version if dist else None, entry_point=ep.value,
-            module=ep.module, requires_passhost=passhost_requirement(dist))
+            ep.name, distribution=facts.name, version=facts.version, entry_point=ep.value,
+            module=ep.module, requires_passhost=passhost_requirement(facts))
         if ep.name in self.records:
             other = self.records[ep.name]
             record.status = "error"
