@@ -9,15 +9,15 @@
  * MCP micro-panels covers every output channel, each task packs its own KC x NR panel just
  * before using it; otherwise the threads first pack all panels into the `cols` scratch
  * (conv2d_nchw_scratch floats) so that the chunks of output channels share them.
- * Tasks (chunk of output channels, span of column blocks) are split statically: the
- * threads' shares are equal by construction, and a shared counter handing out tasks one at
- * a time (dynamic scheduling) cost more than the imbalance it saves, its cache line moving
- * between the cores on every task.
+ * The work items (chunk of output channels, span of column blocks) of every image and group
+ * go to the pool (pool.c) in contiguous runs (split_tasks), each of many multiply-adds, so
+ * that claiming one (its cache line moving between the cores) costs next to nothing; on two
+ * threads the caller's and the worker's shares are then the two halves of the items, equal
+ * work by construction (spans_for), as a static split would give them.
  */
 
-
 /* The spans for nt threads: a multiple of nt where there are blocks enough, so that the
- * threads' equal shares of the tasks are equal work. */
+ * items split into equal shares of equal work. */
 static i64 spans_for(const conv_geom *cv, int nt) {
   const i64 even = (cv->spans + nt - 1) / nt * nt;
   return even <= cv->blocks ? even : cv->spans;
@@ -204,64 +204,107 @@ static void pack_transposed(float *restrict wt, const float *restrict w, i64 o, 
         wt[(q * k + kk) * TO + j] = q * TO + j < o ? w[(q * TO + j) * k + kk] : 0.0f;
 }
 
-/* Convolution by transposed tiles (see above). A 1x1 convolution reads its data in place;
- * any other first gathers each image's columns, [K][P], into `cols` (K x P floats). */
+typedef struct {
+  const conv_geom *cv;
+  const float *x, *wt, *bias, *res;
+  float *y, *cols;
+  i64 tp, groups, tiles; /* positions per tile; tiles per panel of TO channels, per image */
+  i64 image, items;      /* the job's first image, and its items (tiles, or rows of cols) */
+  i64 tasks;
+  float lo, hi;
+  int act;
+} transposed_job;
+
+/* Task t of gathering image `image`'s columns: a contiguous share of the rows. */
+static void transposed_gather(void *arg, i64 t) {
+  const transposed_job *job = arg;
+  const conv_geom *cv = job->cv;
+  i64 k0, k1;
+  part_range(cv->k, job->tasks, t, &k0, &k1);
+  if (k1 > k0)
+    pack_cols(job->cols + k0 * cv->p, cv->p, job->x + job->image * cv->c * cv->h * cv->w, cv,
+              k0, k1 - k0, 0, cv->p);
+}
+
+/* Tile `tile` of image b, its columns at xb, through the epilogue. */
+static void transposed_output(const transposed_job *job, i64 b, i64 tile, const float *xb) {
+  const conv_geom *cv = job->cv;
+  const float *bias = job->bias, *res = job->res;
+  float *y = job->y;
+  const int act = job->act;
+  const vf vlo = (vf){0} + job->lo, vhi = (vf){0} + job->hi;
+  float out_tile[TP_MAX * TO] __attribute__((aligned(64)));
+  float staged[TO * VW] __attribute__((aligned(64)));
+  const i64 q = tile / job->groups, p0 = tile % job->groups * job->tp;
+  const i64 rows = min64(job->tp, cv->p - p0), channels = min64(TO, cv->o - q * TO);
+  transposed_tile(out_tile, job->wt + q * cv->k * TO, xb + p0, cv->p, cv->k, rows);
+  for (i64 i0 = 0; i0 < rows; i0 += VW) {
+    const i64 n = min64(VW, rows - i0);
+    for (int v = 0; v < TNV; v++) {
+      vf r[VW];
+      for (i64 i = 0; i < VW; i++)
+        r[i] = i < n ? *(const vf *)(out_tile + (i0 + i) * TO + v * VW) : (vf){0};
+      transpose_block(r);
+      for (i64 j = 0; j < VW; j++) {
+        const i64 oc = q * TO + v * VW + j, at = (b * cv->o + oc) * cv->p + p0 + i0;
+        if (oc >= cv->o) break;
+        vf out = r[j] + (bias ? bias[oc] : 0.0f);
+        if (res) out += load_first(res + at, n);
+        out = vclamp(out, vlo, vhi);
+        if (act) /* the channels' n outputs side by side (each vector's spill overwritten) */
+          *(vf *)(staged + (v * VW + j) * n) = out;
+        else
+          store_first(y + at, out, n);
+      }
+    }
+    if (act) { /* activated together: each channel has fewer outputs than a vector */
+      activate(staged, 1, 0, channels * n, act);
+      for (i64 c = 0; c < channels; c++)
+        store_first(y + (b * cv->o + q * TO + c) * cv->p + p0 + i0,
+                    *(const vf *)(staged + c * n), n);
+    }
+  }
+}
+
+/* Task t of the tiles: a contiguous share of the job's items, tiles of its images in order;
+ * a 1x1 convolution's read the data in place, the others the gathered columns. */
+static void transposed_tiles(void *arg, i64 t) {
+  const transposed_job *job = arg;
+  const conv_geom *cv = job->cv;
+  i64 u0, u1;
+  part_range(job->items, job->tasks, t, &u0, &u1);
+  for (i64 u = u0; u < u1; u++) {
+    const i64 b = job->image + u / job->tiles;
+    transposed_output(job, b, u % job->tiles,
+                      direct_conv(cv) ? job->x + b * cv->c * cv->h * cv->w : job->cols);
+  }
+}
+
+/* Convolution by transposed tiles (see above). A 1x1 convolution reads its data in place,
+ * all images' tiles in one job; any other first gathers each image's columns, [K][P], into
+ * `cols` (K x P floats), then takes its tiles. */
 static void conv2d_transposed(const conv_geom *cv, const float *x, const float *wt, float *y,
                               const float *bias, const float *res, float *cols, int nt,
                               float lo, float hi, int act) {
-  const int direct = direct_conv(cv);
   const i64 tp = transposed_rows(cv->p), groups = (cv->p + tp - 1) / tp;
-  const i64 panels = (cv->o + TO - 1) / TO, tiles = panels * groups;
-  const vf vlo = (vf){0} + lo, vhi = (vf){0} + hi;
-#pragma omp parallel num_threads(nt)
+  const i64 tiles = (cv->o + TO - 1) / TO * groups, tile_work = tp * TO * cv->k;
+  transposed_job job = {.cv = cv, .x = x, .wt = wt, .bias = bias, .res = res, .y = y,
+                        .cols = cols, .tp = tp, .groups = groups, .tiles = tiles,
+                        .lo = lo, .hi = hi, .act = act};
+  if (direct_conv(cv)) {
+    job.items = cv->n * tiles;
+    job.tasks = split_tasks(job.items, job.items * tile_work, nt);
+    ph_parallel(job.tasks, nt, transposed_tiles, &job);
+    return;
+  }
   for (i64 b = 0; b < cv->n; b++) {
-    const float *xb = x + b * cv->c * cv->h * cv->w;
-    if (!direct) { /* each thread gathers a share of the rows */
-#ifdef _OPENMP
-      const int nth = omp_get_num_threads(), me = omp_get_thread_num();
-#else
-      const int nth = 1, me = 0;
-#endif
-      i64 k0, k1;
-      part_range(cv->k, nth, me, &k0, &k1);
-      if (k1 > k0) pack_cols(cols + k0 * cv->p, cv->p, xb, cv, k0, k1 - k0, 0, cv->p);
-#pragma omp barrier
-      xb = cols;
-    }
-#pragma omp for schedule(static)
-    for (i64 t = 0; t < tiles; t++) {
-      float tile[TP_MAX * TO] __attribute__((aligned(64)));
-      float staged[TO * VW] __attribute__((aligned(64)));
-      const i64 q = t / groups, p0 = t % groups * tp;
-      const i64 rows = min64(tp, cv->p - p0), channels = min64(TO, cv->o - q * TO);
-      transposed_tile(tile, wt + q * cv->k * TO, xb + p0, cv->p, cv->k, rows);
-      for (i64 i0 = 0; i0 < rows; i0 += VW) {
-        const i64 n = min64(VW, rows - i0);
-        for (int v = 0; v < TNV; v++) {
-          vf r[VW];
-          for (i64 i = 0; i < VW; i++)
-            r[i] = i < n ? *(const vf *)(tile + (i0 + i) * TO + v * VW) : (vf){0};
-          transpose_block(r);
-          for (i64 j = 0; j < VW; j++) {
-            const i64 oc = q * TO + v * VW + j, at = (b * cv->o + oc) * cv->p + p0 + i0;
-            if (oc >= cv->o) break;
-            vf out = r[j] + (bias ? bias[oc] : 0.0f);
-            if (res) out += load_first(res + at, n);
-            out = vclamp(out, vlo, vhi);
-            if (act) /* the channels' n outputs side by side (each vector's spill overwritten) */
-              *(vf *)(staged + (v * VW + j) * n) = out;
-            else
-              store_first(y + at, out, n);
-          }
-        }
-        if (act) { /* activated together: each channel has fewer outputs than a vector */
-          activate(staged, 1, 0, channels * n, act);
-          for (i64 c = 0; c < channels; c++)
-            store_first(y + (b * cv->o + q * TO + c) * cv->p + p0 + i0,
-                        *(const vf *)(staged + c * n), n);
-        }
-      }
-    }
+    job.image = b;
+    job.items = cv->k;
+    job.tasks = split_tasks(cv->k, cv->k * cv->p * COPY_WORK, nt);
+    ph_parallel(job.tasks, nt, transposed_gather, &job);
+    job.items = tiles;
+    job.tasks = split_tasks(tiles, tiles * tile_work, nt);
+    ph_parallel(job.tasks, nt, transposed_tiles, &job);
   }
 }
 
@@ -370,56 +413,166 @@ static void implicit_store(const conv_geom *cv, const window_geom *wg, const flo
   }
 }
 
-/* `planes`: implicit_floats floats; `wp`: the weights in panels (pack_panels). */
+typedef struct {
+  const conv_geom *cv;
+  const window_geom *wg;
+  const float *x, *wp, *bias, *res;
+  float *y, *planes;
+  const i64 *boff;
+  const tile_out *proto;
+  i64 b, blocks, spans, tasks; /* the image; wide blocks, spans of them; the job's tasks */
+  float lo, hi;
+  int act;
+  _Atomic int failed;
+} implicit_job;
+
+/* Task t of image b's phase planes: a contiguous share of the channels, the last task also
+ * zeroing the slack past the last channel. */
+static void implicit_planes(void *arg, i64 t) {
+  const implicit_job *job = arg;
+  const conv_geom *cv = job->cv;
+  const i64 channel = implicit_channel(job->wg);
+  i64 c0, c1;
+  part_range(cv->c + 1, job->tasks, t, &c0, &c1);
+  for (i64 c = c0; c < c1; c++) {
+    if (c == cv->c) /* the slack past the last channel */
+      memset(job->planes + c * channel, 0,
+             (size_t)(implicit_floats(cv) - c * channel) * sizeof(float));
+    else
+      phase_planes(job->planes + c * channel, job->x + (job->b * cv->c + c) * cv->h * cv->w,
+                   job->wg, 0.0f);
+  }
+}
+
+/* Task t of image b's products: a contiguous share of its items (chunk of output channels,
+ * span of wide blocks), in the thread's own buffer of raw tiles. */
+static void implicit_products(void *arg, i64 t) {
+  implicit_job *job = arg;
+  const conv_geom *cv = job->cv;
+  float *cb = thread_scratch(NB * MCP * MR * NR);
+  if (!cb) {
+    atomic_store(&job->failed, 1);
+    return;
+  }
+  i64 u0, u1;
+  part_range(cv->chunks * job->spans, job->tasks, t, &u0, &u1);
+  for (i64 u = u0; u < u1; u++) {
+    i64 blk0, blk1, q0, q1;
+    part_range(job->blocks, job->spans, u % job->spans, &blk0, &blk1);
+    part_range(cv->panels, cv->chunks, u / job->spans, &q0, &q1);
+    implicit_task(cv, job->wg, job->planes, job->boff, job->wp, cb, q0, q1, blk0, blk1,
+                  job->proto, job->b);
+    implicit_store(cv, job->wg, cb, job->y, job->bias, job->res, job->b, q0, q1, blk0, blk1,
+                   job->lo, job->hi, job->act);
+  }
+}
+
+/* `planes`: implicit_floats floats; `wp`: the weights in panels (pack_panels). Per image,
+ * one job copies the phase planes, the next one takes the products. */
 static int conv2d_implicit(const conv_geom *cv, const float *x, const float *wp, float *y,
                            const float *bias, const float *res, float *planes, int nt,
                            float lo, float hi, int act) {
   const window_geom wg = implicit_geometry(cv);
   const i64 blocks = implicit_blocks(&wg), channel = implicit_channel(&wg);
   const i64 spans = min64(blocks, ((blocks + NB - 1) / NB + nt - 1) / nt * nt);
-  const i64 tasks = cv->chunks * spans, taps = cv->kh * cv->kw;
+  const i64 items = cv->chunks * spans, taps = cv->kh * cv->kw;
+  const i64 work = cv->o * blocks * NR * cv->k;
   const tile_out proto = {.y = y, .res = res, .bias = bias, .ldy = cv->p, .lo = lo, .hi = hi,
                           .act = act};
   i64 *boff = malloc(sizeof(i64) * (size_t)(cv->k + taps));
   if (!boff) return -1;
   tap_offsets(boff + cv->k, &wg);
   for (i64 k = 0; k < cv->k; k++) boff[k] = k / taps * channel + boff[cv->k + k % taps];
-  int failed = 0;
-#pragma omp parallel num_threads(nt)
-  {
-    float *cb = aligned_floats(NB * MCP * MR * NR, 0);
-    if (!cb) {
-#pragma omp atomic write
-      failed = 1;
-    }
-    for (i64 b = 0; b < cv->n; b++) {
-#pragma omp for schedule(static)
-      for (i64 c = 0; c <= cv->c; c++) {
-        if (c == cv->c) /* the slack past the last channel */
-          memset(planes + c * channel, 0,
-                 (size_t)(implicit_floats(cv) - c * channel) * sizeof(float));
-        else
-          phase_planes(planes + c * channel, x + (b * cv->c + c) * cv->h * cv->w, &wg, 0.0f);
-      }
-#pragma omp for schedule(static)
-      for (i64 t = 0; t < tasks; t++) {
-        if (!cb) continue;
-        i64 blk0, blk1, q0, q1;
-        part_range(blocks, spans, t % spans, &blk0, &blk1);
-        part_range(cv->panels, cv->chunks, t / spans, &q0, &q1);
-        implicit_task(cv, &wg, planes, boff, wp, cb, q0, q1, blk0, blk1, &proto, b);
-        implicit_store(cv, &wg, cb, y, bias, res, b, q0, q1, blk0, blk1, lo, hi, act);
-      }
-    }
-    free(cb);
+  implicit_job job = {.cv = cv, .wg = &wg, .x = x, .wp = wp, .bias = bias, .res = res, .y = y,
+                      .planes = planes, .boff = boff, .proto = &proto, .blocks = blocks,
+                      .spans = spans, .lo = lo, .hi = hi, .act = act};
+  atomic_init(&job.failed, 0);
+  for (i64 b = 0; b < cv->n && !atomic_load(&job.failed); b++) {
+    job.b = b;
+    job.tasks = split_tasks(cv->c + 1, implicit_floats(cv) * COPY_WORK, nt);
+    ph_parallel(job.tasks, nt, implicit_planes, &job);
+    job.tasks = split_tasks(items, work, nt);
+    ph_parallel(job.tasks, nt, implicit_products, &job);
   }
   free(boff);
-  return failed ? -1 : 0;
+  return atomic_load(&job.failed) ? -1 : 0;
 }
 
 /* Whether the threads pack all columns first (several chunks of output channels share them);
  * never for 1x1 convolutions, whose full column blocks are read straight from the data. */
 static int shared_cols(const conv_geom *cv) { return cv->chunks > 1 && !direct_conv(cv); }
+
+typedef struct {
+  const conv_geom *cv;
+  const float *x, *prep, *bias, *res;
+  float *y, *cols;
+  const tile_out *proto;
+  i64 image, items, tasks; /* the job's first image (b * groups + group), items, tasks */
+  i64 kslabs;              /* slabs of KC rows of the columns */
+  float lo, hi;
+  int act;
+  _Atomic int failed;
+} packed_job;
+
+/* Task t of packing image `image`'s columns into `cols`: a contiguous share of the (column
+ * block, slab of rows) panels. */
+static void packed_columns(void *arg, i64 t) {
+  const packed_job *job = arg;
+  const conv_geom *cv = job->cv;
+  const i64 b = job->image / cv->groups, grp = job->image % cv->groups;
+  const float *xg = job->x + (b * cv->c + grp * cv->cg) * cv->h * cv->w;
+  i64 u0, u1;
+  part_range(job->items, job->tasks, t, &u0, &u1);
+  for (i64 u = u0; u < u1; u++) {
+    const i64 blk = u / job->kslabs, k0 = (u % job->kslabs) * KC;
+    pack_cols(job->cols + (blk * cv->k + k0) * NR, NR, xg, cv, k0, min64(KC, cv->k - k0),
+              blk * NR, min64(NR, cv->p - blk * NR));
+  }
+}
+
+/* Task t of the products: a contiguous share of the job's items, each a chunk of output
+ * channels and a span of column blocks of one image and group, in the thread's own buffer
+ * of raw tiles; the partial last block through the epilogue from there. */
+static void packed_products(void *arg, i64 t) {
+  packed_job *job = arg;
+  const conv_geom *cv = job->cv;
+  const float *bias = job->bias, *res = job->res;
+  float *y = job->y;
+  const int act = job->act;
+  const i64 per_image = cv->chunks * cv->spans;
+  float bp[KC * NR] __attribute__((aligned(64)));
+  float *cb = thread_scratch(NB * MCP * MR * NR);
+  if (!cb) {
+    atomic_store(&job->failed, 1);
+    return;
+  }
+  i64 u0, u1;
+  part_range(job->items, job->tasks, t, &u0, &u1);
+  for (i64 u = u0; u < u1; u++) {
+    const i64 image = job->image + u / per_image, item = u % per_image;
+    const i64 b = image / cv->groups, grp = image % cv->groups;
+    const float *xg = job->x + (b * cv->c + grp * cv->cg) * cv->h * cv->w;
+    const float *wg = job->prep + grp * cv->panels * MR * cv->k;
+    i64 blk0, blk1, q0, q1;
+    part_range(cv->blocks, cv->spans, item % cv->spans, &blk0, &blk1);
+    part_range(cv->panels, cv->chunks, item / cv->spans, &q0, &q1);
+    conv_task(cv, xg, wg, shared_cols(cv) ? job->cols : NULL, bp, cb, q0, q1, blk0, blk1,
+              job->proto, b, grp);
+    const i64 last = blk1 - 1, p0 = last * NR;
+    if (cv->p - p0 < NR) {
+      for (i64 q = q0; q < q1; q++) {
+        const i64 rows = min64(MR, cv->og - q * MR), m0 = grp * cv->og + q * MR;
+        for (i64 i = 0; i < rows; i++) {
+          const i64 m = m0 + i, at = (b * cv->o + m) * cv->p + p0;
+          const float *tile = cb + ((last - blk0) * MCP + q - q0) * MR * NR;
+          epilogue(y + at, tile + i * NR, cv->p - p0, bias ? bias + m : NULL, 0,
+                   res ? res + at : NULL, job->lo, job->hi);
+        }
+        if (act) activate(y + (b * cv->o + m0) * cv->p + p0, rows, cv->p, cv->p - p0, act);
+      }
+    }
+  }
+}
 
 /* Floats of the `cols` scratch ph_conv2d_nchw needs for geometry g (0: none). */
 i64 ph_conv2d_nchw_scratch(const i64 *g) {
@@ -491,58 +644,29 @@ int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bia
     free(ranges);
     return 0;
   }
-  const int shared = shared_cols(&cv);
   cv.spans = spans_for(&cv, nt);
-  const i64 kslabs = (cv.k + KC - 1) / KC, tasks = cv.chunks * cv.spans;
   const tile_out proto = {.y = y, .res = res, .bias = bias, .ldy = cv.p, .lo = lo, .hi = hi,
                           .act = act};
-  int failed = 0;
-#pragma omp parallel num_threads(nt)
-  {
-    float bp[KC * NR] __attribute__((aligned(64)));
-    float *cb = aligned_floats(NB * MCP * MR * NR, 0);
-    if (!cb) {
-#pragma omp atomic write
-      failed = 1;
+  const i64 per_image = cv.chunks * cv.spans, work = cv.og * cv.blocks * NR * cv.k;
+  packed_job job = {.cv = &cv, .x = x, .prep = prep, .bias = bias, .res = res, .y = y,
+                    .cols = cols, .proto = &proto, .kslabs = (cv.k + KC - 1) / KC,
+                    .lo = lo, .hi = hi, .act = act};
+  atomic_init(&job.failed, 0);
+  if (!shared_cols(&cv)) { /* every image and group in one job */
+    job.items = cv.n * cv.groups * per_image;
+    job.tasks = split_tasks(job.items, cv.n * cv.groups * work, nt);
+    ph_parallel(job.tasks, nt, packed_products, &job);
+  } else { /* per image and group, a job packing its columns, then one taking the products */
+    for (i64 image = 0; image < cv.n * cv.groups && !atomic_load(&job.failed); image++) {
+      job.image = image;
+      job.items = cv.blocks * job.kslabs;
+      job.tasks = split_tasks(job.items, cv.blocks * NR * cv.k * COPY_WORK, nt);
+      ph_parallel(job.tasks, nt, packed_columns, &job);
+      job.items = per_image;
+      job.tasks = split_tasks(per_image, work, nt);
+      ph_parallel(job.tasks, nt, packed_products, &job);
     }
-    for (i64 image = 0; image < cv.n * cv.groups; image++) {
-      const i64 b = image / cv.groups, grp = image % cv.groups;
-      const float *xg = x + (b * cv.c + grp * cv.cg) * cv.h * cv.w;
-      const float *wg = prep + grp * cv.panels * MR * cv.k;
-      if (shared) {
-#pragma omp for schedule(static)
-        for (i64 t = 0; t < cv.blocks * kslabs; t++) {
-          const i64 blk = t / kslabs, k0 = (t % kslabs) * KC;
-          pack_cols(cols + (blk * cv.k + k0) * NR, NR, xg, &cv, k0, min64(KC, cv.k - k0), blk * NR,
-                    min64(NR, cv.p - blk * NR));
-        }
-      }
-#pragma omp for schedule(static)
-      for (i64 t = 0; t < tasks; t++) {
-        if (!cb) continue;
-        i64 blk0, blk1, q0, q1;
-        part_range(cv.blocks, cv.spans, t % cv.spans, &blk0, &blk1);
-        part_range(cv.panels, cv.chunks, t / cv.spans, &q0, &q1);
-        conv_task(&cv, xg, wg, shared ? cols : NULL, bp, cb, q0, q1, blk0, blk1, &proto, b,
-                  grp);
-        const i64 last = blk1 - 1, p0 = last * NR;
-        if (cv.p - p0 < NR) {
-          for (i64 q = q0; q < q1; q++) {
-            const i64 rows = min64(MR, cv.og - q * MR), m0 = grp * cv.og + q * MR;
-            for (i64 i = 0; i < rows; i++) {
-              const i64 m = m0 + i, at = (b * cv.o + m) * cv.p + p0;
-              const float *tile = cb + ((last - blk0) * MCP + q - q0) * MR * NR;
-              epilogue(y + at, tile + i * NR, cv.p - p0, bias ? bias + m : NULL, 0,
-                       res ? res + at : NULL, lo, hi);
-            }
-            if (act) activate(y + (b * cv.o + m0) * cv.p + p0, rows, cv.p, cv.p - p0, act);
-          }
-        }
-      }
-    }
-    free(cb);
   }
   free(ranges);
-  return failed ? -1 : 0;
+  return atomic_load(&job.failed) ? -1 : 0;
 }
-

@@ -1,5 +1,6 @@
 /* Native float32 kernels of the passhost cpu target, loaded with ctypes: what their
- * translation units (common.c, conv.c, window.c, matmul.c, steps.c) share.
+ * translation units (common.c, conv.c, winograd.c, window.c, matmul.c, pool.c, steps.c)
+ * share. Their parallel loops run on the library's own thread pool (pool.c).
  *
  * Every array is C-contiguous float32. Each kernel takes its static geometry as one int64
  * array (the last entry is the thread count, 0 for all cores) and, where it has an epilogue,
@@ -16,6 +17,7 @@
 #define PH_KERNELS_H
 
 #include <math.h>
+#include <stdatomic.h>
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
@@ -51,6 +53,9 @@ typedef int64_t i64;
  * scheduler time slice (milliseconds) waiting for that core. */
 #define PARALLEL_MIN_WORK ((i64)1 << 20)
 
+/* The threads a request means: `requested`, or for 0 (or less) OpenMP's default (every core,
+ * or OMP_NUM_THREADS); 1 in a build without OpenMP. The kernels' threads are the pool's
+ * (pool.c); OpenMP only answers this question. */
 static inline int num_threads(i64 requested) {
 #ifdef _OPENMP
   return requested > 0 ? (int)requested : omp_get_max_threads();
@@ -60,10 +65,28 @@ static inline int num_threads(i64 requested) {
 #endif
 }
 
-
-
 static inline i64 min64(i64 a, i64 b) { return a < b ? a : b; }
 static inline i64 max64(i64 a, i64 b) { return a > b ? a : b; }
+
+/* The least work of one pool task, in multiply-adds (~20-40 us), and what copying a float
+ * (packing columns, phase planes) counts as. */
+#define TASK_MIN_WORK ((i64)1 << 20)
+#define COPY_WORK 4
+
+/* How many tasks a parallel loop of `items` items and about `work` multiply-adds in all is
+ * split into on nt threads, each task a contiguous range of the items (part_range): one on
+ * one thread; else as many as keep TASK_MIN_WORK each, a multiple of nt, at least nt, at
+ * most `items`. The pool hands tasks out one at a time, so more tasks than threads let the
+ * others take over the share of a thread that starts late, and near-equal tasks, a
+ * multiple of nt, give the threads equal shares when they run alike (on two threads the
+ * pool's front and back shares are then the two halves); tasks of at least TASK_MIN_WORK
+ * keep the cost of a claim (a shared cache line) under a percent. */
+static inline i64 split_tasks(i64 items, i64 work, int nt) {
+  if (nt <= 1) return min64(items, 1);
+  const i64 tasks = (max64(1, work / TASK_MIN_WORK) + nt - 1) / nt * nt;
+  return min64(items, tasks);
+}
+
 static inline i64 floor_div(i64 a, i64 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 static inline i64 ceil_div(i64 a, i64 b) { return -floor_div(-a, b); }
 
@@ -172,9 +195,17 @@ void ph_depthwise_nhwc(const float *x, const float *w, float *y, const float *bi
                        const float *res, const i64 *g, const float *bounds);
 int ph_max_pool_nchw(const float *x, float *y, const i64 *g);
 /* The kernels' thread pool (pool.c): fn(ctx, t) for every t < tasks on the caller and up to
- * threads - 1 workers; the caller never waits for a worker that has not started a task. */
+ * threads - 1 workers; the caller never waits for a worker that has not started a task.
+ * ph_worker_index() is the number of the thread running a task: 0 on the caller (and in a
+ * job run on the calling thread alone), 1 .. threads - 1 on the workers taking part. */
 typedef void (*ph_task_fn)(void *ctx, i64 task);
 PH_HIDDEN void ph_parallel(i64 tasks, int threads, ph_task_fn fn, void *ctx);
+/* Exported, for other native code (generated loops): ph_parallel itself; the threads a
+ * request means (num_threads: requested > 0 ? requested : the default); the thread's
+ * number in its job. */
+void ph_pool_parallel(int64_t tasks, int threads, void (*fn)(void *, int64_t), void *ctx);
+int ph_pool_threads(int requested);
+int ph_worker_index(void);
 
 i64 ph_dense_packed(const i64 *g);
 void ph_dense_pack(const float *w, float *wp, const i64 *g);

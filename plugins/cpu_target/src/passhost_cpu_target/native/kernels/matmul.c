@@ -2,11 +2,10 @@
 #include "kernels.h"
 
 /* ---------------------------------------------------------------------------------------
- * Dense: y[M][U] = act(clamp(x[M][K] . w[U][K] + bias[U], lo, hi)). Units are split
- * statically over the threads, so each thread reads the same weight rows on every call (they
- * stay in its cache when they fit), DENSE_UNITS weight rows side by side: eight streams
- * keep more of the memory's latency in flight than four (a 1280 x 1000 layer's weights
- * from memory 0.84x the time, from the caches 0.97x), sixteen spill the sums.
+ * Dense: y[M][U] = act(clamp(x[M][K] . w[U][K] + bias[U], lo, hi)), in tasks of units. The
+ * unpacked form reads DENSE_UNITS weight rows side by side: eight streams keep more of the
+ * memory's latency in flight than four (a 1280 x 1000 layer's weights from memory 0.84x the
+ * time, from the caches 0.97x), sixteen spill the sums.
  */
 #define DENSE_UNITS 8
 
@@ -80,21 +79,24 @@ static void dense_panel(void *arg, i64 p) {
   if (job->act) activate(y + u0, m, u, nu, job->act);
 }
 
-void ph_dense(const float *x, const float *w, const float *wp, float *y, const float *bias,
-              const i64 *g, const float *bounds) {
-  const i64 m = g[0], k = g[1], u = g[2];
-  const int nt = m * k * u < PARALLEL_MIN_WORK ? 1 : num_threads(g[3]);
-  const i64 kv = k / (2 * VW) * (2 * VW), groups = (u + DENSE_UNITS - 1) / DENSE_UNITS;
-  const float lo = bounds[0], hi = bounds[1];
-  const int act = activation_of(bounds);
-  if (wp) { /* on the kernels' pool: a late thread cannot stall it (pool.c) */
-    dense_job job = {x, wp, bias, y, m, k, u, lo, hi, act};
-    ph_parallel((u + DENSE_PANEL - 1) / DENSE_PANEL,
-                m * k * u < DENSE_POOL_MIN_WORK ? 1 : num_threads(g[3]), dense_panel, &job);
-    return;
-  }
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (i64 gr = 0; gr < groups; gr++) {
+typedef struct {
+  const float *x, *w, *bias;
+  float *y;
+  i64 m, k, u, groups, tasks;
+  float lo, hi;
+  int act;
+} dense_rows_job;
+
+/* Task t of the unpacked form: a contiguous share of the groups of DENSE_UNITS units, every
+ * row; then the activation of its units. */
+static void dense_groups(void *arg, i64 t) {
+  const dense_rows_job *job = arg;
+  const float *x = job->x, *w = job->w, *bias = job->bias;
+  float *y = job->y;
+  const i64 m = job->m, k = job->k, u = job->u, kv = k / (2 * VW) * (2 * VW);
+  i64 g0, g1;
+  part_range(job->groups, job->tasks, t, &g0, &g1);
+  for (i64 gr = g0; gr < g1; gr++) {
     const i64 u0 = gr * DENSE_UNITS, nu = min64(DENSE_UNITS, u - u0);
     const float *wr[DENSE_UNITS];
     for (i64 i = 0; i < DENSE_UNITS; i++) wr[i] = w + (u0 + min64(i, nu - 1)) * k;
@@ -114,13 +116,31 @@ void ph_dense(const float *x, const float *w, const float *wp, float *y, const f
         dots[i] = hsum(acc[i][0] + acc[i][1]);
         for (i64 j = kv; j < k; j++) dots[i] += wr[i][j] * xr[j];
       }
-      epilogue(y + r * u + u0, dots, nu, bias ? bias + u0 : NULL, 1, NULL, lo, hi);
+      epilogue(y + r * u + u0, dots, nu, bias ? bias + u0 : NULL, 1, NULL, job->lo, job->hi);
     }
   }
-  if (act) { /* afterwards, row by row: the groups are a few units each */
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (i64 r = 0; r < m; r++) activate(y + r * u, 1, 0, u, act);
+  if (job->act && g1 > g0) { /* the task's units of every row, a stretch per row */
+    const i64 u0 = g0 * DENSE_UNITS;
+    activate(y + u0, m, u, min64(u, g1 * DENSE_UNITS) - u0, job->act);
   }
+}
+
+void ph_dense(const float *x, const float *w, const float *wp, float *y, const float *bias,
+              const i64 *g, const float *bounds) {
+  const i64 m = g[0], k = g[1], u = g[2];
+  const float lo = bounds[0], hi = bounds[1];
+  const int act = activation_of(bounds);
+  if (wp) { /* tasks of one panel each: a late thread cannot stall it (pool.c) */
+    dense_job job = {x, wp, bias, y, m, k, u, lo, hi, act};
+    ph_parallel((u + DENSE_PANEL - 1) / DENSE_PANEL,
+                m * k * u < DENSE_POOL_MIN_WORK ? 1 : num_threads(g[3]), dense_panel, &job);
+    return;
+  }
+  const int nt = m * k * u < PARALLEL_MIN_WORK ? 1 : num_threads(g[3]);
+  const i64 groups = (u + DENSE_UNITS - 1) / DENSE_UNITS;
+  dense_rows_job job = {x, w, bias, y, m, k, u, groups, split_tasks(groups, m * k * u, nt),
+                        lo, hi, act};
+  ph_parallel(job.tasks, nt, dense_groups, &job);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -291,6 +311,47 @@ static void mm_task(const mm_geom *mg, const float *a, const float *bp, float *y
   }
 }
 
+typedef struct {
+  const mm_geom *mg;
+  const float *a, *b;
+  float *bp, *y;
+  const mm_epilogue *ep;
+  i64 items, tasks;
+  _Atomic int failed;
+} mm_job;
+
+/* Task t of packing b: a contiguous share of its panels. */
+static void mm_pack_task(void *arg, i64 t) {
+  const mm_job *job = arg;
+  i64 p0, p1;
+  part_range(job->items, job->tasks, t, &p0, &p1);
+  for (i64 p = p0; p < p1; p++)
+    mm_pack_panel(job->bp, job->b, job->mg, p / job->mg->blocks, p % job->mg->blocks);
+}
+
+/* Task t of the products: a contiguous share of the items (batch item, chunk of row panels,
+ * span of column blocks), with the thread's own buffer for the packed rows and raw tiles. */
+static void mm_products(void *arg, i64 t) {
+  mm_job *job = arg;
+  const mm_geom *mg = job->mg;
+  float *ap = thread_scratch(MCP * MR * mg->k + NB * MCP * MR * NR);
+  if (!ap) {
+    atomic_store(&job->failed, 1);
+    return;
+  }
+  float *cbuf = ap + MCP * MR * mg->k;
+  const i64 per_item = mg->chunks * mg->spans;
+  i64 u0, u1;
+  part_range(job->items, job->tasks, t, &u0, &u1);
+  for (i64 u = u0; u < u1; u++) {
+    i64 q0, q1, blk0, blk1;
+    const i64 item = u % per_item;
+    part_range(mg->blocks, mg->spans, item % mg->spans, &blk0, &blk1);
+    part_range(mg->panels, mg->chunks, item / mg->spans, &q0, &q1);
+    mm_task(mg, job->a, job->bp, job->y, job->ep, ap, cbuf, u / per_item, q0, q1, blk0, blk1);
+  }
+}
+
 int ph_matmul(const float *a, const float *b, float *bp, float *y, const float *bias,
               const float *scale, const float *res, const float *gate, const i64 *g,
               const float *bounds) {
@@ -314,38 +375,23 @@ int ph_matmul(const float *a, const float *b, float *bp, float *y, const float *
     bp = own = aligned_floats(ph_matmul_packed(g), 0);
     if (!own) return -1;
   }
-  /* Each task packs its rows once, so a span takes all column blocks unless the threads'
-   * shares of the tasks would be unequal: then spans of fewer blocks. */
+  /* Each item packs its rows once, so a span takes all column blocks unless the threads'
+   * shares of the items would be unequal: then spans of fewer blocks. */
   mg.spans = 1;
   while ((mg.batch * mg.chunks * mg.spans) % nt != 0 && mg.batch * mg.chunks * mg.spans < 8 * nt
          && mg.spans < mg.blocks)
     mg.spans++;
-  const i64 per_item = mg.chunks * mg.spans, tasks = mg.batch * per_item;
-  int failed = 0;
-#pragma omp parallel num_threads(nt)
-  {
-    float *ap = thread_scratch(MCP * MR * mg.k + NB * MCP * MR * NR);
-    float *cbuf = ap ? ap + MCP * MR * mg.k : NULL;
-    if (!ap) {
-#pragma omp atomic write
-      failed = 1;
-    }
-    if (!mg.packed) {
-#pragma omp for schedule(static)
-      for (i64 t = 0; t < mg.bbatch * mg.blocks; t++)
-        mm_pack_panel(bp, b, &mg, t / mg.blocks, t % mg.blocks);
-    }
-#pragma omp for schedule(static)
-    for (i64 t = 0; t < tasks; t++) {
-      if (!ap) continue;
-      i64 q0, q1, blk0, blk1;
-      const i64 item = t % per_item;
-      part_range(mg.blocks, mg.spans, item % mg.spans, &blk0, &blk1);
-      part_range(mg.panels, mg.chunks, item / mg.spans, &q0, &q1);
-      mm_task(&mg, a, bp, y, &ep, ap, cbuf, t / per_item, q0, q1, blk0, blk1);
-    }
+  const i64 items = mg.batch * mg.chunks * mg.spans;
+  mm_job job = {.mg = &mg, .a = a, .b = b, .bp = bp, .y = y, .ep = &ep};
+  atomic_init(&job.failed, 0);
+  if (!mg.packed) {
+    job.items = mg.bbatch * mg.blocks;
+    job.tasks = split_tasks(job.items, ph_matmul_packed(g) * COPY_WORK, nt);
+    ph_parallel(job.tasks, nt, mm_pack_task, &job);
   }
+  job.items = items;
+  job.tasks = split_tasks(items, mg.batch * mg.m * mg.n * mg.k, nt);
+  ph_parallel(job.tasks, nt, mm_products, &job);
   free(own);
-  return failed ? -1 : 0;
+  return atomic_load(&job.failed) ? -1 : 0;
 }
-

@@ -1,29 +1,50 @@
 /* Window kernels: depthwise convolutions (NCHW, NHWC) and max pooling. */
 #include "kernels.h"
 
-/* Calls plane(ctx, t, buf) for every plane t in [0, planes) on nt threads, in equal
- * contiguous shares (planes are equal work), each with a buffer of `floats` floats filled
- * with `fill`; 0, or -1 when a buffer cannot be allocated. */
+/* Calls plane(ctx, t, buf) for every plane t in [0, planes) on nt threads (planes are equal
+ * work, `work` multiply-adds in all), in contiguous shares (split_tasks), each with a
+ * buffer of `floats` floats filled with `fill`: one per thread (ph_worker_index), made and
+ * filled by its thread on its first task, so that what a plane leaves unwritten keeps the
+ * fill; 0, or -1 when a buffer cannot be allocated. */
 typedef void (*plane_fn)(const void *ctx, i64 t, float *buf);
 
-static int for_each_plane(i64 planes, int nt, i64 floats, plane_fn plane, const void *ctx,
-                          float fill) {
-  int failed = 0;
-#pragma omp parallel num_threads(nt)
-  {
-    float *buf = aligned_floats(floats, fill == 0.0f);
-    if (!buf) {
-#pragma omp atomic write
-      failed = 1;
-    } else if (fill != 0.0f) {
-      for (i64 i = 0; i < floats; i++) buf[i] = fill;
+typedef struct {
+  plane_fn plane;
+  const void *ctx;
+  float **bufs; /* one per thread, NULL until its first task */
+  i64 planes, floats, tasks;
+  float fill;
+  _Atomic int failed;
+} plane_job;
+
+static void plane_task(void *arg, i64 t) {
+  plane_job *job = arg;
+  float **buf = &job->bufs[ph_worker_index()];
+  if (!*buf) {
+    *buf = aligned_floats(job->floats, job->fill == 0.0f);
+    if (!*buf) {
+      atomic_store(&job->failed, 1);
+      return;
     }
-#pragma omp for schedule(static)
-    for (i64 t = 0; t < planes; t++)
-      if (buf) plane(ctx, t, buf);
-    free(buf);
+    if (job->fill != 0.0f)
+      for (i64 i = 0; i < job->floats; i++) (*buf)[i] = job->fill;
   }
-  return failed ? -1 : 0;
+  i64 p0, p1;
+  part_range(job->planes, job->tasks, t, &p0, &p1);
+  for (i64 p = p0; p < p1; p++) job->plane(job->ctx, p, *buf);
+}
+
+static int for_each_plane(i64 planes, i64 work, int nt, i64 floats, plane_fn plane,
+                          const void *ctx, float fill) {
+  plane_job job = {.plane = plane, .ctx = ctx, .planes = planes, .floats = floats,
+                   .tasks = split_tasks(planes, work, nt), .fill = fill};
+  atomic_init(&job.failed, 0);
+  job.bufs = calloc((size_t)nt, sizeof(float *));
+  if (!job.bufs) return -1;
+  ph_parallel(job.tasks, nt, plane_task, &job);
+  for (int i = 0; i < nt; i++) free(job.bufs[i]);
+  free(job.bufs);
+  return atomic_load(&job.failed) ? -1 : 0;
 }
 
 typedef struct {
@@ -476,20 +497,21 @@ int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bia
   job->act = activation_of(bounds);
   const window_geom *wg = &job->wg;
   const int nt = num_threads(g[14]);
+  const i64 planes = g[12] * g[13], work = planes * wg->oh * wg->ow * wg->kh * wg->kw;
   int status;
   if (depthwise_same(wg)) {
-    status = for_each_plane(g[12] * g[13], nt, depthwise_same_floats(wg), depthwise_same_plane,
+    status = for_each_plane(planes, work, nt, depthwise_same_floats(wg), depthwise_same_plane,
                             job, 0.0f);
   } else if (depthwise_s2(wg)) {
-    status = for_each_plane(g[12] * g[13], nt, depthwise_s2_floats(wg), depthwise_s2_plane, job,
+    status = for_each_plane(planes, work, nt, depthwise_s2_floats(wg), depthwise_s2_plane, job,
                             0.0f);
   } else if (wg->oh * wg->ow <= SMALL_PLANE) {
     const i64 floats = (small_rows(wg) * small_cols(wg) + wg->oh * wg->ow + wg->kh * wg->kw) * VW +
                        wg->oh * wg->ow;
-    status = for_each_plane(g[12] * ((g[13] + VW - 1) / VW), nt, floats, depthwise_small_group,
-                            job, 0.0f);
+    status = for_each_plane(g[12] * ((g[13] + VW - 1) / VW), work, nt, floats,
+                            depthwise_small_group, job, 0.0f);
   } else {
-    status = for_each_plane(g[12] * g[13], nt, wg->floats, depthwise_plane, job, 0.0f);
+    status = for_each_plane(planes, work, nt, wg->floats, depthwise_plane, job, 0.0f);
   }
   free(job);
   return status;
@@ -556,23 +578,35 @@ int ph_max_pool_nchw(const float *x, float *y, const i64 *g) {
   job->x = x;
   job->y = y;
   const int s2 = max_pool_s2(&job->wg);
+  const i64 work = g[12] * job->wg.oh * job->wg.ow * job->wg.kh * job->wg.kw;
   const int status = for_each_plane(
-      g[12], num_threads(g[13]), s2 ? depthwise_s2_floats(&job->wg) : job->wg.floats,
+      g[12], work, num_threads(g[13]), s2 ? depthwise_s2_floats(&job->wg) : job->wg.floats,
       s2 ? max_pool_s2_plane : max_pool_plane, job, s2 ? -INFINITY : 0.0f);
   free(job);
   return status;
 }
 
-/* Depthwise convolution, NHWC data, weights [KH][KW][C]: vectors run along the channels. */
-void ph_depthwise_nhwc(const float *x, const float *w, float *y, const float *bias,
-                       const float *res, const i64 *g, const float *bounds) {
+typedef struct {
+  const float *x, *w, *bias, *res;
+  float *y;
+  const i64 *g;
+  i64 tasks;
+  float lo, hi;
+  int act;
+} nhwc_job;
+
+/* Task t of an NHWC depthwise convolution: a contiguous share of the output rows (of every
+ * image), each then through the activation. */
+static void depthwise_nhwc_rows(void *arg, i64 task) {
+  const nhwc_job *job = arg;
+  const i64 *g = job->g;
   const i64 h = g[0], wd = g[1], oh = g[2], ow = g[3], kh = g[4], kw = g[5], sh = g[6];
   const i64 sw = g[7], dh = g[8], dw = g[9], pt = g[10], pl = g[11], n = g[12], c = g[13];
-  const int nt = num_threads(g[14]);
-  const float lo = bounds[0], hi = bounds[1];
-  const int act = activation_of(bounds);
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (i64 t = 0; t < n * oh; t++) {
+  const float *x = job->x, *w = job->w, *bias = job->bias, *res = job->res;
+  float *y = job->y;
+  i64 t0, t1;
+  part_range(n * oh, job->tasks, task, &t0, &t1);
+  for (i64 t = t0; t < t1; t++) {
     const i64 b = t / oh, oy = t % oh;
     for (i64 ox = 0; ox < ow; ox++) {
       float *dst = y + (t * ow + ox) * c;
@@ -588,9 +622,18 @@ void ph_depthwise_nhwc(const float *x, const float *w, float *y, const float *bi
           for (i64 ch = 0; ch < c; ch++) dst[ch] += wt[ch] * s[ch];
         }
       }
-      epilogue(dst, dst, c, bias, 1, res ? res + (t * ow + ox) * c : NULL, lo, hi);
+      epilogue(dst, dst, c, bias, 1, res ? res + (t * ow + ox) * c : NULL, job->lo, job->hi);
     }
-    if (act) activate(y + t * ow * c, 1, 0, ow * c, act); /* the output row */
+    if (job->act) activate(y + t * ow * c, 1, 0, ow * c, job->act); /* the output row */
   }
 }
 
+/* Depthwise convolution, NHWC data, weights [KH][KW][C]: vectors run along the channels. */
+void ph_depthwise_nhwc(const float *x, const float *w, float *y, const float *bias,
+                       const float *res, const i64 *g, const float *bounds) {
+  const int nt = num_threads(g[14]);
+  const i64 rows = g[12] * g[2], work = rows * g[3] * g[4] * g[5] * g[13];
+  nhwc_job job = {x, w, bias, res, y, g, split_tasks(rows, work, nt), bounds[0], bounds[1],
+                  activation_of(bounds)};
+  ph_parallel(job.tasks, nt, depthwise_nhwc_rows, &job);
+}

@@ -110,75 +110,129 @@ static void wino_output_row(float *restrict row0, float *restrict row1, float *r
   }
 }
 
-/* u: the transformed weights, 16 matrices (O x C) in panels (winograd_prepare). */
+typedef struct {
+  const conv_geom *cv;
+  const wino_geom *wn;
+  const float *x, *u, *bias, *res;
+  float *y, *planes;
+  i64 b, tasks; /* the image; the job's tasks */
+  float lo, hi;
+  int act;
+  _Atomic int failed;
+} wino_job;
+
+/* Task t of image b's phase planes: a contiguous share of the channels. */
+static void wino_planes(void *arg, i64 t) {
+  const wino_job *job = arg;
+  const conv_geom *cv = job->cv;
+  const wino_geom *wn = job->wn;
+  i64 c0, c1;
+  part_range(cv->c, job->tasks, t, &c0, &c1);
+  for (i64 ch = c0; ch < c1; ch++)
+    phase_planes(job->planes + ch * 4 * wn->wg.phase,
+                 job->x + (job->b * cv->c + ch) * cv->h * cv->w, &wn->wg, 0.0f);
+}
+
+/* Floats of a thread's buffer: V (16 x C x NR), M (16 panels' chunk), two output rows and
+ * their transform, one tile row's transform. */
+static i64 wino_scratch(const conv_geom *cv, const wino_geom *wn) {
+  return 16 * cv->c * NR + 16 * MCP * MR * NR + 8 * wn->twv + 16 * wn->twv;
+}
+
+/* Item `item` of image b (rows of tiles, chunk of output channels): the tiles' transforms
+ * into V, the 16 products into M, and their transforms back through the epilogue. */
+static void wino_item(const wino_job *job, i64 item, float *v) {
+  const conv_geom *cv = job->cv;
+  const wino_geom *wn = job->wn;
+  const float *u = job->u, *bias = job->bias, *res = job->res;
+  float *y = job->y;
+  const i64 c = cv->c, o = cv->o, b = job->b;
+  float *m = v + 16 * c * NR, *rows = m + 16 * MCP * MR * NR;
+  float *tin = rows + 8 * wn->twv; /* one tile row's transform, packed rows */
+  const i64 ty0 = (item % wn->row_groups) * wn->rows, chunk = item / wn->row_groups;
+  const i64 nrows = min64(wn->rows, wn->th - ty0);
+  i64 q0, q1;
+  part_range(cv->panels, cv->chunks, chunk, &q0, &q1);
+  for (i64 ch = 0; ch < c; ch++) {
+    for (i64 r = 0; r < nrows; r++) {
+      const float *plane = job->planes + ch * 4 * wn->wg.phase;
+      if (wn->ts == wn->twv) {
+        wino_input_row(v + ch * NR + r * wn->twv, c * NR, plane, wn, ty0 + r);
+        continue;
+      }
+      wino_input_row(tin, wn->twv, plane, wn, ty0 + r);
+      for (i64 xi = 0; xi < 16; xi++)
+        memcpy(v + xi * c * NR + ch * NR + r * wn->ts, tin + xi * wn->twv,
+               sizeof(float) * (size_t)wn->ts);
+    }
+  }
+  for (i64 xi = 0; xi < 16; xi++)
+    for (i64 q = q0; q < q1; q++)
+      for (i64 c0 = 0; c0 < c; c0 += KC)
+        micro_tile(u + ((xi * cv->panels + q) * c + c0) * MR, min64(MR, o - q * MR),
+                   v + (xi * c + c0) * NR, NR, min64(KC, c - c0),
+                   m + (xi * MCP + q - q0) * MR * NR, c0 > 0, NULL);
+  for (i64 q = q0; q < q1; q++) {
+    for (i64 i = 0; i < min64(MR, o - q * MR); i++) {
+      const i64 oc = q * MR + i;
+      const float *mo = m + (q - q0) * MR * NR + i * NR;
+      for (i64 r = 0; r < nrows; r++) {
+        wino_output_row(rows, rows + 2 * wn->twv, rows + 4 * wn->twv, mo + r * wn->ts,
+                        MCP * MR * NR, wn->twv);
+        for (i64 dy = 0; dy < 2 && 2 * (ty0 + r) + dy < cv->oh; dy++) {
+          const i64 at = ((b * o + oc) * cv->oh + 2 * (ty0 + r) + dy) * cv->ow;
+          epilogue(y + at, rows + dy * 2 * wn->twv, cv->ow, bias ? bias + oc : NULL, 0,
+                   res ? res + at : NULL, job->lo, job->hi);
+        }
+      }
+      if (job->act) { /* the item's output rows of this channel, one stretch */
+        const i64 oy = 2 * ty0, ny = min64(cv->oh, 2 * (ty0 + nrows)) - oy;
+        activate(y + ((b * o + oc) * cv->oh + oy) * cv->ow, 1, 0, ny * cv->ow, job->act);
+      }
+    }
+  }
+}
+
+/* Task t of image b's products: a contiguous share of its items, in the thread's own
+ * buffer. */
+static void wino_products(void *arg, i64 t) {
+  wino_job *job = arg;
+  float *v = thread_scratch(wino_scratch(job->cv, job->wn));
+  if (!v) {
+    atomic_store(&job->failed, 1);
+    return;
+  }
+  const conv_geom *cv = job->cv;
+  const wino_geom *wn = job->wn;
+  /* The columns of V past the tiles of the item with the fewest rows (the last ones) are
+   * zeroed: the products read them, their results are never stored, and they are not to
+   * be values the buffer held before. */
+  const i64 used = min64(wn->rows, wn->th - (wn->row_groups - 1) * wn->rows) * wn->ts;
+  for (i64 row = 0; row < 16 * cv->c && used < NR; row++)
+    memset(v + row * NR + used, 0, sizeof(float) * (size_t)(NR - used));
+  i64 u0, u1;
+  part_range(wn->row_groups * cv->chunks, job->tasks, t, &u0, &u1);
+  for (i64 item = u0; item < u1; item++) wino_item(job, item, v);
+}
+
+/* u: the transformed weights, 16 matrices (O x C) in panels (winograd_prepare). Per image,
+ * one job copies the phase planes, the next one takes the products. */
 int conv2d_winograd(const conv_geom *cv, const float *x, const float *u, float *y,
                     const float *bias, const float *res, float *planes, int nt, float lo,
                     float hi, int act) {
   const wino_geom wn = wino_geometry(cv);
-  const i64 c = cv->c, o = cv->o, tasks = wn.row_groups * cv->chunks;
-  int failed = 0;
-#pragma omp parallel num_threads(nt)
-  {
-    float *v = aligned_floats(16 * c * NR + 16 * MCP * MR * NR + 8 * wn.twv + 16 * wn.twv, 1);
-    float *m = v ? v + 16 * c * NR : NULL, *rows = v ? m + 16 * MCP * MR * NR : NULL;
-    float *tin = v ? rows + 8 * wn.twv : NULL; /* one tile row's transform, packed rows */
-    if (!v) {
-#pragma omp atomic write
-      failed = 1;
-    }
-    for (i64 b = 0; b < cv->n; b++) {
-#pragma omp for schedule(static)
-      for (i64 ch = 0; ch < c; ch++)
-        phase_planes(planes + ch * 4 * wn.wg.phase, x + (b * c + ch) * cv->h * cv->w, &wn.wg,
-                     0.0f);
-#pragma omp for schedule(static)
-      for (i64 t = 0; t < tasks; t++) {
-        if (!v) continue;
-        const i64 ty0 = (t % wn.row_groups) * wn.rows, chunk = t / wn.row_groups;
-        const i64 nrows = min64(wn.rows, wn.th - ty0);
-        i64 q0, q1;
-        part_range(cv->panels, cv->chunks, chunk, &q0, &q1);
-        for (i64 ch = 0; ch < c; ch++)
-          for (i64 r = 0; r < nrows; r++) {
-            const float *plane = planes + ch * 4 * wn.wg.phase;
-            if (wn.ts == wn.twv) {
-              wino_input_row(v + ch * NR + r * wn.twv, c * NR, plane, &wn, ty0 + r);
-              continue;
-            }
-            wino_input_row(tin, wn.twv, plane, &wn, ty0 + r);
-            for (i64 xi = 0; xi < 16; xi++)
-              memcpy(v + xi * c * NR + ch * NR + r * wn.ts, tin + xi * wn.twv,
-                     sizeof(float) * (size_t)wn.ts);
-          }
-        for (i64 xi = 0; xi < 16; xi++)
-          for (i64 q = q0; q < q1; q++)
-            for (i64 c0 = 0; c0 < c; c0 += KC)
-              micro_tile(u + ((xi * cv->panels + q) * c + c0) * MR, min64(MR, o - q * MR),
-                         v + (xi * c + c0) * NR, NR, min64(KC, c - c0),
-                         m + (xi * MCP + q - q0) * MR * NR, c0 > 0, NULL);
-        for (i64 q = q0; q < q1; q++) {
-          for (i64 i = 0; i < min64(MR, o - q * MR); i++) {
-            const i64 oc = q * MR + i;
-            const float *mo = m + (q - q0) * MR * NR + i * NR;
-            for (i64 r = 0; r < nrows; r++) {
-              wino_output_row(rows, rows + 2 * wn.twv, rows + 4 * wn.twv, mo + r * wn.ts,
-                              MCP * MR * NR, wn.twv);
-              for (i64 dy = 0; dy < 2 && 2 * (ty0 + r) + dy < cv->oh; dy++) {
-                const i64 at = ((b * o + oc) * cv->oh + 2 * (ty0 + r) + dy) * cv->ow;
-                epilogue(y + at, rows + dy * 2 * wn.twv, cv->ow, bias ? bias + oc : NULL, 0,
-                         res ? res + at : NULL, lo, hi);
-              }
-            }
-            if (act) { /* the task's output rows of this channel, one stretch */
-              const i64 oy = 2 * ty0, ny = min64(cv->oh, 2 * (ty0 + nrows)) - oy;
-              activate(y + ((b * o + oc) * cv->oh + oy) * cv->ow, 1, 0, ny * cv->ow, act);
-            }
-          }
-        }
-      }
-    }
-    free(v);
+  const i64 items = wn.row_groups * cv->chunks;
+  /* the products' multiply-adds (the transforms add about a tenth) */
+  const i64 work = 16 * cv->o * wn.row_groups * NR * cv->c;
+  wino_job job = {.cv = cv, .wn = &wn, .x = x, .u = u, .bias = bias, .res = res, .y = y,
+                  .planes = planes, .lo = lo, .hi = hi, .act = act};
+  atomic_init(&job.failed, 0);
+  for (i64 b = 0; b < cv->n && !atomic_load(&job.failed); b++) {
+    job.b = b;
+    job.tasks = split_tasks(cv->c, cv->c * 4 * wn.wg.phase * COPY_WORK, nt);
+    ph_parallel(job.tasks, nt, wino_planes, &job);
+    job.tasks = split_tasks(items, work, nt);
+    ph_parallel(job.tasks, nt, wino_products, &job);
   }
-  return failed ? -1 : 0;
+  return atomic_load(&job.failed) ? -1 : 0;
 }
-
