@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -204,3 +205,44 @@ def test_the_pool_runs_each_task_once_on_numbered_threads(tmp_path, sanitizers):
         pytest.skip(f"ThreadSanitizer cannot run here: {run.stderr.strip()[:200]}")
     assert run.returncode == 0 and "Sanitizer" not in run.stderr, run.stdout + run.stderr
     assert run.stdout.strip().splitlines()[-1] == "ok"
+
+
+_THREADS_CHILD = """
+import os, sys
+import numpy as np
+import passhost
+from passhost import relay
+from passhost.ir.module import IRModule
+from passhost.transform import PassContext
+
+def names():
+    return {t: open(f"/proc/self/task/{t}/comm").read().strip()
+            for t in os.listdir("/proc/self/task")}
+
+x = relay.var("x", shape=(12, 197, 197), dtype="float32")
+mod = IRModule.from_expr(relay.Function([x], relay.nn.softmax(x, axis=-1)))
+with PassContext(opt_level=3):
+    compiled = passhost.build(mod, "cpu -num-threads=2")
+source = compiled.module.files["loops.c"]
+assert "ph_parallel_for(" in source and "ph_kernel" not in source, "a loops-only model"
+run = compiled.executor()
+data = np.random.default_rng(0).standard_normal((12, 197, 197)).astype(np.float32)
+before = names()
+(out,) = run(data)
+started = {t: n for t, n in names().items() if t not in before}
+want = np.exp(data - data.max(-1, keepdims=True))
+np.testing.assert_allclose(out, want / want.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+print(sorted(started.values()))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_compiled_loops_run_on_the_kernels_pool_not_on_openmp():
+    """A model made of compiled loops only, at two threads, starts one thread: the kernels'
+    pool worker (OpenMP would start a thread of its own, named as the process)."""
+    if native.library() is None:
+        pytest.skip("no native kernel library (no C compiler)")
+    done = subprocess.run([sys.executable, "-c", _THREADS_CHILD], capture_output=True,
+                          text=True, check=False, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split("\n")[-2] == "['passhost-pool']"

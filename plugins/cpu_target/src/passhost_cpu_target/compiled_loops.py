@@ -10,7 +10,8 @@ all native runs with one call per inference.
 The unit is compiled with the first flag set of :data:`.native.build.FLAG_SETS` that works
 (``-O3 -march=native -fopenmp`` on a usual machine), plus the flags the unit asks for, and
 ``-ffp-contract=off`` so that multiply-adds round as the NumPy reference does. Its parallel
-loops use ``num_threads`` threads (0: OpenMP's default, all cores).
+loops run on the kernel library's thread pool (:func:`.native.steps.pool_address`), the
+one the kernels use, with ``num_threads`` threads (0: OpenMP's default, all cores).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from passhost.tir import Call, PrimFunc, post_order
 from passhost_cpu_target.errors import CodegenError
 from passhost_cpu_target.native.build import FLAG_SETS, NativeBuildError, load_or_build
 from passhost_cpu_target.native.library import address
-from passhost_cpu_target.native.steps import step_runner
+from passhost_cpu_target.native.steps import pool_address, step_runner
 
 __all__ = ["LOOPS_ABI", "CompiledLoopsWarning", "compile_loops", "is_loop_function"]
 
@@ -105,6 +106,8 @@ def compile_loops(funcs: Mapping[str, PrimFunc], num_threads: int,
                                            f"run as Python ({err})"), stacklevel=3)
         return None
     threads = ctypes.c_int32.in_dll(lib, unit.num_threads_symbol)
+    # the parallel loops run on the kernels' pool: one pool for kernels and loops
+    ctypes.c_void_p.in_dll(lib, unit.parallel_symbol).value = pool_address() or None
     last_error = getattr(lib, unit.last_error_symbol)
     last_error.restype = ctypes.c_char_p
     last_error.argtypes = []

@@ -14,7 +14,7 @@ from passhost.runtime import NativeStep
 from passhost_cpu_target import native
 from passhost_cpu_target.native.library import address
 
-__all__ = ["StepRunner", "kernel_address", "step_runner"]
+__all__ = ["StepRunner", "kernel_address", "pool_address", "step_runner"]
 
 
 class StepRunner:
@@ -61,3 +61,13 @@ def kernel_address(symbol: str) -> int:
     assert runner is not None, "kernel_address needs the native kernel library"
     return int(ctypes.cast(getattr(runner.cdll, f"ph_{symbol}__packed"), ctypes.c_void_p).value
                or 0)
+
+
+def pool_address() -> int:
+    """The address of the kernel library's thread pool entry, ``ph_pool_parallel(tasks,
+    threads, task, ctx)``, which generated loop units run their parallel loops on; 0 when
+    the library is unavailable."""
+    runner = step_runner()
+    if runner is None:
+        return 0
+    return int(ctypes.cast(runner.cdll.ph_pool_parallel, ctypes.c_void_p).value or 0)

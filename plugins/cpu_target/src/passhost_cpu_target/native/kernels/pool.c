@@ -20,6 +20,7 @@
  * meanwhile, a call from inside a task of a job on the pool, and builds without OpenMP (the
  * library's marker of a threaded build) or on systems without futexes run the tasks on the
  * calling thread. */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include "kernels.h"
 
 /* The calling thread's number in the job it is running (see ph_worker_index). */
@@ -136,6 +137,7 @@ static void *worker(void *arg) {
   uint64_t last = 0;
   in_task = 1;
   thread_index = index + 1;
+  pthread_setname_np(pthread_self(), "passhost-pool"); /* what top and debuggers show */
   for (;;) {
     uint64_t gen = last;
     for (int spin = 0; spin < POOL_SPINS && gen == last; spin++) {
