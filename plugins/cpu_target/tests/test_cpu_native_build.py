@@ -297,18 +297,3 @@ def test_an_interrupted_build_of_units_stops_its_compilers(tmp_path, monkeypatch
         build._compile("cc", files, ("-O3",), cache / "tiny-x.so")
     assert started[0].returncode is not None  # killed, not left running
     assert list(cache.iterdir()) == []
-
-
-@pytest.mark.parametrize("chosen", [None, "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME"])
-def test_openmp_threads_spin_briefly_unless_the_user_chose(monkeypatch, chosen):
-    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME"):
-        monkeypatch.delenv(name, raising=False)
-    if chosen is not None:
-        monkeypatch.setenv(chosen, "passive" if chosen == "OMP_WAIT_POLICY" else "7")
-    build._set_omp_wait()
-    if chosen is None:
-        assert build.os.environ["GOMP_SPINCOUNT"] == "1000"
-        assert build.os.environ["KMP_BLOCKTIME"] == "1"
-    else:  # the user's choice stands, and nothing is added to it
-        assert [name for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
-                if name in build.os.environ] == [chosen]

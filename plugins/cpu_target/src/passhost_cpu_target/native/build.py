@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
-__all__ = ["EXTRA_FLAGS_VAR", "FLAG_SETS", "OMP_WAIT", "NativeBuildError",
+__all__ = ["EXTRA_FLAGS_VAR", "FLAG_SETS", "NativeBuildError",
            "NativeCacheWarning", "Source", "cache_dir", "extra_flags", "find_compiler",
            "load_or_build", "safe_directory"]
 
@@ -305,25 +305,8 @@ def _compile(compiler: str, files: Mapping[str, bytes], flags: Sequence[str],
         return str(err)
 
 
-#: How OpenMP's waiting threads wait, set for the process before the first library loads
-#: unless the user chose (set ``OMP_WAIT_POLICY`` or one of these): they spin for about 40
-#: microseconds (GNU's libgomp: 1000 spins; LLVM's libomp: its least, 1 ms), then sleep.
-#: The next parallel region, most often microseconds away, then finds them awake (waking a
-#: sleeping thread takes tens of microseconds on a virtual machine, per region), and no
-#: thread spins long against BLAS's threads or another process.
-OMP_WAIT = {"GOMP_SPINCOUNT": "1000", "KMP_BLOCKTIME": "1"}
-
-
-def _set_omp_wait() -> None:
-    """Set :data:`OMP_WAIT` in the environment (read when OpenMP starts) unless the user
-    set any of it or ``OMP_WAIT_POLICY``."""
-    if not any(name in os.environ for name in ("OMP_WAIT_POLICY", *OMP_WAIT)):
-        os.environ.update(OMP_WAIT)
-
-
 def _load(path: Path, abi_symbol: str, abi: int) -> ctypes.CDLL | None:
     """The library at ``path``, or None when it does not load or has another ABI."""
-    _set_omp_wait()
     try:
         lib = ctypes.CDLL(str(path))
         version = getattr(lib, abi_symbol)
