@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tarfile
 
@@ -62,6 +63,20 @@ def test_round_trip_runs_the_same(saved):
             "modules/toy/toy.txt"} <= names
     assert meta["inputs"] == [{"name": "x", "shape": [2, 8], "dtype": "float32"}]
     assert set(meta["plugins"]) == {"toy", "ref-host"}
+
+
+def test_members_come_in_the_documented_order_with_their_checksums(saved):
+    """The data members first, then the metadata holding their SHA-256 (hashed while they
+    were written), then the checksum over all of them."""
+    path, _, _ = saved
+    with tarfile.open(path) as tar:
+        names = tar.getnames()
+        data = {name: tar.extractfile(name).read() for name in names}
+    assert names[0] == "lowered.txt" and names[-2:] == ["metadata.json", "checksum.sha256"]
+    checksums = json.loads(data["metadata.json"])["checksums"]
+    assert list(checksums) == names[:-2]
+    for name in names[:-2]:
+        assert checksums[name] == hashlib.sha256(data[name]).hexdigest()
 
 
 def test_save_replaces_atomically_and_leaves_no_temporary(saved):

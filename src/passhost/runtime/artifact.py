@@ -1,14 +1,17 @@
 """Artifacts: a compiled model saved as one ``.tar`` of data, never code.
 
-Members, in this order::
+Members, in this order (a reader finds ``metadata.json`` wherever it is)::
 
-    metadata.json          format, versions (passhost and each target's plugin), target,
-                           inputs, outputs, the executor plan, each member's SHA-256
     lowered.txt            the lowered module as text, constants left out (for people)
     params.npz             the parameters (NumPy .npz, uncompressed, read without pickle)
     tir/<kind>.txt         each target's PrimFuncs as text: the modules are rebuilt from it
     modules/<kind>/<file>  each target's generated sources (for people and firmware builds)
+    metadata.json          format, versions (passhost and each target's plugin), target,
+                           inputs, outputs, the executor plan, each member's SHA-256
     checksum.sha256        a SHA-256 over every member before it (name and data), in order
+
+The metadata comes after the members it lists the checksums of so that saving is one pass:
+each member is hashed on another thread while it is written.
 
 Loading trusts nothing in the file: member sizes are checked against the file's size
 before anything is read (:mod:`.tar_reader`), array sizes against their member's
@@ -26,7 +29,8 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -123,21 +127,30 @@ def _digest(members: Sequence[tuple[str, object]], digests: Mapping[str, bytes])
     return f"{sha.hexdigest()}\n".encode()
 
 
+def _sha256_of(data: Data) -> bytes:
+    """The raw SHA-256 of a member's data."""
+    sha = hashlib.sha256()
+    for piece in pieces_of(data):
+        sha.update(piece)
+    return sha.digest()
+
+
 def _sha256(members: Iterable[tuple[str, Data]]) -> dict[str, bytes]:
     """Name -> the raw SHA-256 of the data of every member."""
-    digests = {}
-    for name, data in members:
-        sha = hashlib.sha256()
-        for piece in pieces_of(data):
-            sha.update(piece)
-        digests[name] = sha.digest()
-    return digests
+    return {name: _sha256_of(data) for name, data in members}
 
 
-def save_artifact(compiled: CompiledModule, path: str | os.PathLike[str]) -> None:
-    """Write ``compiled`` to ``path`` (replaced atomically: a failed save loses nothing)."""
+def _stream(compiled: CompiledModule, hasher: ThreadPoolExecutor,
+            ) -> Iterator[tuple[str, Data]]:
+    """The members of the artifact of ``compiled`` in order: each one is hashed on
+    ``hasher``'s thread while the caller writes it (hashing and writing release the GIL),
+    then the metadata with their checksums, then the checksum over everything."""
     members = _members(compiled)
-    digests = _sha256(members.items())
+    hashed = {}
+    for name, data in members.items():
+        hashed[name] = hasher.submit(_sha256_of, data)
+        yield name, data
+    digests = {name: future.result() for name, future in hashed.items()}
     metadata = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -150,15 +163,19 @@ def save_artifact(compiled: CompiledModule, path: str | os.PathLike[str]) -> Non
                     for m in (compiled.module, *compiled.module.imported_modules)},
         "checksums": {name: digest.hex() for name, digest in digests.items()},
     }
-    ordered: list[tuple[str, Data]] = [(_METADATA, json.dumps(metadata, indent=1).encode()),
-                                        *members.items()]
-    digests.update(_sha256(ordered[:1]))
-    ordered.append((_CHECKSUM, _digest(ordered, digests)))
+    text = json.dumps(metadata, indent=1).encode()
+    digests[_METADATA] = _sha256_of(text)
+    yield _METADATA, text
+    yield _CHECKSUM, _digest([(name, None) for name in (*members, _METADATA)], digests)
+
+
+def save_artifact(compiled: CompiledModule, path: str | os.PathLike[str]) -> None:
+    """Write ``compiled`` to ``path`` (replaced atomically: a failed save loses nothing)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
     try:
-        with os.fdopen(fd, "wb") as raw:
-            write_tar(raw, ordered)
+        with os.fdopen(fd, "wb") as raw, ThreadPoolExecutor(1) as hasher:
+            write_tar(raw, _stream(compiled, hasher))
         os.replace(tmp, path)
     except TarFormatError as err:
         Path(tmp).unlink(missing_ok=True)
