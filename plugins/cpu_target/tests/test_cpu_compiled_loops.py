@@ -3,6 +3,9 @@ native call, and falls back to Python loops (with one warning) when it cannot co
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import warnings
 
 import numpy as np
@@ -45,14 +48,42 @@ def test_loop_steps_are_compiled_c_and_run_as_one_native_call():
 
 
 def test_without_a_working_compiler_the_loops_run_as_python_after_one_warning(monkeypatch):
+    """The unit compiles while the build goes on: the build keeps its C text, and the
+    first use of its functions (making an executor) says they run as Python."""
     monkeypatch.setenv("CC", "/nonexistent/cc")
-    with pytest.warns(CompiledLoopsWarning, match="run as Python"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         compiled = passhost.build(_two_softmaxes(), "cpu")
-    assert "loops.c" not in compiled.module.files
+    assert "for (" in compiled.module.files["loops.c"]
+    with pytest.warns(CompiledLoopsWarning, match="run as Python"):
+        executor = compiled.executor()
     x = RNG.standard_normal((3, 40)).astype("float32")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        np.testing.assert_allclose(executor(x)[0], _expected(x), rtol=1e-5)
         np.testing.assert_allclose(compiled.executor()(x)[0], _expected(x), rtol=1e-5)
+
+
+def test_the_build_returns_before_the_loops_are_compiled(monkeypatch):
+    """A compiler that takes its time holds up the first use, not the build."""
+    from passhost_cpu_target.native import build as native_build
+
+    started, release = threading.Event(), threading.Event()
+    compile_unit = native_build.load_or_build
+
+    def slow(*args, **kwargs):
+        started.set()
+        assert release.wait(60), "the test never let the compile finish"
+        return compile_unit(*args, **kwargs)
+
+    monkeypatch.setattr("passhost_cpu_target.compiled_loops.load_or_build", slow)
+    compiled = passhost.build(_two_softmaxes(), "cpu")  # returns while the compile waits
+    assert started.wait(60) and not release.is_set()
+    release.set()
+    x = RNG.standard_normal((3, 40)).astype("float32")
+    executor = compiled.executor()
+    assert len(executor._runs) == 1  # compiled: one native run
+    np.testing.assert_allclose(executor(x)[0], _expected(x), rtol=1e-5)
 
 
 def test_with_native_code_off_the_build_lowers_to_kernel_calls(monkeypatch):
@@ -78,3 +109,34 @@ def test_a_failing_assertion_in_compiled_loops_is_a_clear_error():
     module = tir_to_runtime(Target("cpu"), IRModule({"f": func}))
     with pytest.raises(passhost.errors.PasshostError, match="x\\[0\\] must be below 1"):
         module.get_function("f")(np.array([5.0, 1.0], "float32"))
+
+
+def test_a_fork_during_the_compile_waits_for_it(monkeypatch):
+    """A child forked while the loops compile gets the finished library (it has none of the
+    parent's threads: a compile still running would never finish there)."""
+    from passhost_cpu_target.native import build as native_build
+
+    compile_unit = native_build.load_or_build
+    release = threading.Event()
+
+    def slow(*args, **kwargs):
+        assert release.wait(60), "the test never let the compile finish"
+        return compile_unit(*args, **kwargs)
+
+    monkeypatch.setattr("passhost_cpu_target.compiled_loops.load_or_build", slow)
+    compiled = passhost.build(_two_softmaxes(), "cpu")
+    threading.Timer(0.2, release.set).start()
+    x = RNG.standard_normal((3, 40)).astype("float32")
+    pid = os.fork()
+    if pid == 0:  # the child: its loops run, compiled
+        code = 1
+        signal.alarm(60)  # a child waiting for a compile that is not there dies, not hangs
+        try:
+            executor = compiled.executor()
+            if len(executor._runs) == 1 and np.allclose(executor(x)[0], _expected(x),
+                                                        rtol=1e-5):
+                code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

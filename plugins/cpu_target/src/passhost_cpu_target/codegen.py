@@ -136,13 +136,23 @@ def _symbols(mod: IRModule, names: Any) -> dict[str, str]:
     return out
 
 
+def _python_functions(loops: IRModule, num_threads: int) -> dict[str, Any]:
+    """The PrimFuncs of ``loops`` as generated Python, by key (when their C does not
+    compile)."""
+    generated = generate_source(loops, plan_config(num_threads))
+    exec(compile(generated.source, SOURCE_NAME, "exec"), generated.namespace)
+    return {key: generated.namespace[generated.entries[key]] for key, _ in loops.items()}
+
+
 def tir_to_runtime(target: Any, mod: IRModule) -> FunctionModule:
     """Compile the PrimFuncs of ``mod`` for the cpu ``target`` into a runtime module whose
     functions take NumPy arrays (inputs, then outputs)."""
     num_threads = _num_threads(target)
     loops = {key: f for key, f in mod.items()
              if isinstance(f, PrimFunc) and is_loop_function(f)}
-    compiled = compile_loops(loops, num_threads) if loops and compiles_loops() else None
+    compiled = compile_loops(loops, num_threads, functools.partial(
+        _python_functions, IRModule({mod.get_global_var(k): f for k, f in loops.items()}),
+        num_threads)) if loops and compiles_loops() else None
     rest = mod
     functions: dict[str, Any] = {}
     files: dict[str, str] = {}

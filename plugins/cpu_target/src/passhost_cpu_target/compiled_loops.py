@@ -18,8 +18,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
+import threading
 import warnings
+import weakref
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -84,11 +88,17 @@ def _wrapper(function: Any, error: Callable[[], bytes | None], name: str,
 
 
 def compile_loops(funcs: Mapping[str, PrimFunc], num_threads: int,
-                  ) -> tuple[dict[str, Callable[..., None]], str, Callable[[], None]] | None:
-    """The functions of ``funcs`` compiled into one C unit: a callable per name, the C
+                  fallback: Callable[[], Mapping[str, Callable[..., None]]],
+                  ) -> tuple[dict[str, Callable[..., None]], str, Callable[[], None]]:
+    """The functions of ``funcs`` printed into one C unit: a callable per name, the C
     source, and a function setting the unit's thread count (call it before each run: the
-    unit may be shared with another module of the same source). None, after one
-    :class:`CompiledLoopsWarning`, when the unit cannot be compiled."""
+    unit may be shared with another module of the same source).
+
+    The unit is compiled on a thread of its own while the caller goes on (saving an
+    artifact, which holds TIR, not the library, overlaps it); the first call of a function,
+    a look at its ``native_step``, or the thread setter waits for it. When the unit cannot
+    be compiled, one :class:`CompiledLoopsWarning` says so and the functions run as the
+    generated Python ``fallback()`` gives them (name -> callable)."""
     from passhost.backend.c import CCodegenError, print_unit
 
     try:
@@ -97,34 +107,102 @@ def compile_loops(funcs: Mapping[str, PrimFunc], num_threads: int,
         raise CodegenError(str(err)) from None
     source = (unit.source + _packed_source(unit)
               + f"\nint {_ABI_SYMBOL}(void)\n{{\n    return {LOOPS_ABI};\n}}\n")
-    flag_sets = [(*flags, *_FLAGS, *unit.flags) for flags in FLAG_SETS]
-    try:
-        lib = load_or_build(source, _ABI_SYMBOL, LOOPS_ABI, stem="passhost-loops",
-                            flag_sets=flag_sets)
-    except NativeBuildError as err:
-        warnings.warn(CompiledLoopsWarning(f"passhost cpu target: the loops of this module "
-                                           f"run as Python ({err})"), stacklevel=3)
-        return None
-    threads = ctypes.c_int32.in_dll(lib, unit.num_threads_symbol)
-    # the parallel loops run on the kernels' pool: one pool for kernels and loops
-    ctypes.c_void_p.in_dll(lib, unit.parallel_symbol).value = pool_address() or None
-    last_error = getattr(lib, unit.last_error_symbol)
-    last_error.restype = ctypes.c_char_p
-    last_error.argtypes = []
-    runner = step_runner()
-    functions: dict[str, Callable[..., None]] = {}
-    for name, cfunc in unit.functions.items():
-        function = getattr(lib, cfunc.symbol)
-        function.argtypes = cfunc.argtypes
-        function.restype = ctypes.c_int32
-        packed = ctypes.cast(getattr(lib, f"{cfunc.symbol}__packed"), ctypes.c_void_p).value
-        step = None if runner is None else NativeStep(
-            runner, int(packed or 0), name,
-            failure=functools.partial(_failure, name, error=last_error))
-        functions[name] = _wrapper(function, last_error, name, step)
+    compiled = _CompiledUnit(unit, source, num_threads, fallback)
+    functions: dict[str, Callable[..., None]] = {
+        name: _LoopFunction(compiled, name) for name in unit.functions}
+    return functions, source, compiled.set_threads
 
-    def set_threads() -> None:
-        threads.value = num_threads
 
-    set_threads()
-    return functions, source, set_threads
+#: The compiles still running; a fork waits for them (a child has none of the parent's
+#: threads, so a compile running at the fork would never finish there).
+_RUNNING: weakref.WeakSet[Future[Any]] = weakref.WeakSet()
+
+
+def _finish_running_compiles() -> None:
+    """Wait for every compile still running (before the process forks)."""
+    for future in list(_RUNNING):
+        future.exception()
+
+
+os.register_at_fork(before=_finish_running_compiles)
+
+
+class _CompiledUnit:
+    """A unit's library, compiled on a thread of its own, and its functions once it is."""
+
+    def __init__(self, unit: Any, source: str, num_threads: int,
+                 fallback: Callable[[], Mapping[str, Callable[..., None]]]) -> None:
+        self._unit = unit
+        self._num_threads = num_threads
+        self._fallback = fallback
+        self._lock = threading.Lock()
+        self._functions: Mapping[str, Callable[..., None]] | None = None
+        self._threads: ctypes.c_int32 | None = None
+        flag_sets = [(*flags, *_FLAGS, *unit.flags) for flags in FLAG_SETS]
+        compiler = ThreadPoolExecutor(1, thread_name_prefix="passhost-cc")
+        self._library = compiler.submit(load_or_build, source, _ABI_SYMBOL, LOOPS_ABI,
+                                        stem="passhost-loops", flag_sets=flag_sets)
+        compiler.shutdown(wait=False)  # its thread ends with the compile (Python waits for it)
+        _RUNNING.add(self._library)
+
+    def functions(self) -> Mapping[str, Callable[..., None]]:
+        """Name -> callable, once the library is there (or the Python fallback)."""
+        if self._functions is None:
+            with self._lock:
+                if self._functions is None:
+                    self._functions = self._load()
+        return self._functions
+
+    def set_threads(self) -> None:
+        """Set the unit's thread count (nothing for the Python fallback)."""
+        self.functions()
+        if self._threads is not None:
+            self._threads.value = self._num_threads
+
+    def _load(self) -> Mapping[str, Callable[..., None]]:
+        try:
+            lib = self._library.result()
+        except NativeBuildError as err:
+            warnings.warn(CompiledLoopsWarning(f"passhost cpu target: the loops of this module "
+                                               f"run as Python ({err})"), stacklevel=4)
+            return self._fallback()
+        unit = self._unit
+        self._threads = ctypes.c_int32.in_dll(lib, unit.num_threads_symbol)
+        self._threads.value = self._num_threads
+        # the parallel loops run on the kernels' pool: one pool for kernels and loops
+        ctypes.c_void_p.in_dll(lib, unit.parallel_symbol).value = pool_address() or None
+        last_error = getattr(lib, unit.last_error_symbol)
+        last_error.restype = ctypes.c_char_p
+        last_error.argtypes = []
+        runner = step_runner()
+        functions: dict[str, Callable[..., None]] = {}
+        for name, cfunc in unit.functions.items():
+            function = getattr(lib, cfunc.symbol)
+            function.argtypes = cfunc.argtypes
+            function.restype = ctypes.c_int32
+            packed = ctypes.cast(getattr(lib, f"{cfunc.symbol}__packed"), ctypes.c_void_p).value
+            step = None if runner is None else NativeStep(
+                runner, int(packed or 0), name,
+                failure=functools.partial(_failure, name, error=last_error))
+            functions[name] = _wrapper(function, last_error, name, step)
+        return functions
+
+
+class _LoopFunction:
+    """One function of a unit being compiled: calling it, or asking for its native step,
+    waits for the library."""
+
+    __slots__ = ("__name__", "__qualname__", "_unit")
+
+    def __init__(self, unit: _CompiledUnit, name: str) -> None:
+        self._unit = unit
+        self.__name__ = self.__qualname__ = name
+
+    def __call__(self, *arrays: np.ndarray) -> None:
+        """Run the function on its arrays (inputs, then outputs)."""
+        self._unit.functions()[self.__name__](*arrays)
+
+    @property
+    def native_step(self) -> NativeStep | None:
+        """The function's native step (None when it runs as Python)."""
+        return getattr(self._unit.functions()[self.__name__], "native_step", None)
