@@ -6,7 +6,8 @@ Statements that bind (let, allocate, declare buffer, assert) print flat in their
 every local has a name of its own, so a C declaration outliving its TIR scope is harmless.
 
 *Regions* are the function body and the body of every ``parallel`` loop. The allocations of
-a region are made once at its top (per thread for a parallel loop), on the stack while they
+a region are made once at its top (per task for a parallel loop, whose body is a function of
+its own: :mod:`.outline`; the regions come from :mod:`.scan`), on the stack while they
 fit the printer's stack budget, else on the heap; a failure inside a region (an assertion,
 a heap allocation) records its status and jumps to the region's end, where heap memory is
 freed; after a parallel loop a failure jumps on to the enclosing region's end. A
@@ -19,7 +20,7 @@ of its lines, then a check of its status that fails like an assertion.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,13 +41,12 @@ from passhost.backend.c.expr import (
     Piece,
     Pointer,
     flat_index,
-    operands,
     strip,
 )
 from passhost.backend.c.extern import ExternArgs, ExternPrinter
-from passhost.backend.c.naming import Namer, is_identifier
+from passhost.backend.c.naming import Namer
 from passhost.backend.c.outline import Local, OutlinedLoop, captured
-from passhost.ir import traversal
+from passhost.backend.c.scan import Region, scan
 from passhost.tir import expr as te
 from passhost.tir import stmt as ts
 from passhost.tir.bounds import exact_range
@@ -76,48 +76,6 @@ class _Slot:
         self.lines: list[str] = []
 
 
-class _Region:
-    """The function body or a parallel loop's body: its allocations and failure exit."""
-
-    __slots__ = ("allocs", "decls", "gotos", "has_allocs", "heap", "heap_bytes", "label",
-                 "parent", "stack_bytes")
-
-    def __init__(self, parent: _Region | None) -> None:
-        self.parent = parent
-        self.has_allocs = False
-        self.allocs: list[tuple[ts.Allocate, Pointer, bool]] = []  # (stmt, pointer, on heap)
-        self.stack_bytes = 0
-        self.heap_bytes = 0
-        self.gotos = 0
-        self.label = "ph_exit"
-        self.decls: list[str] = []  # declarations at its top (its used allocations)
-        self.heap: list[str] = []  # the heap pointers to free at its end
-
-
-def _expressions(s: ts.Stmt) -> list[te.PrimExpr]:
-    """The expressions a statement evaluates itself (not those of its body)."""
-    if isinstance(s, ts.For):
-        return [s.min, s.extent]
-    if isinstance(s, ts.LetStmt):
-        return [s.value]
-    if isinstance(s, (ts.IfThenElse, ts.AssertStmt)):
-        return [s.condition]
-    if isinstance(s, ts.BufferStore):
-        return [s.value, *s.indices]
-    if isinstance(s, ts.Evaluate):
-        return [s.value]
-    return []
-
-
-def _children(s: ts.Stmt) -> list[ts.Stmt]:
-    if isinstance(s, ts.SeqStmt):
-        return list(s.seq)
-    if isinstance(s, ts.IfThenElse):
-        return [s.then_case] + ([s.else_case] if s.else_case is not None else [])
-    body = getattr(s, "body", None)
-    return [body] if body is not None else []
-
-
 class FunctionPrinter:
     """Prints one PrimFunc as ``int32_t symbol(params)`` of a unit."""
 
@@ -142,15 +100,15 @@ class FunctionPrinter:
         self._outlined: list[OutlinedLoop] = []
         self._constants: list[tuple[Pointer, str]] = []
         self._keep: list[Any] = []
-        self.externs: set[str] = set()
-        self.region_of: dict[int, _Region] = {}  # id(parallel For or Allocate) -> region
-        self.no_simd: set[int] = set()  # vectorized loops that cannot be `omp simd`
-        self.written: set[int] = set()  # pointers something writes through
         self.extern_printer: ExternPrinter | None = unit.extern_printer
         self.scratch_bytes = 0  # this function's part of the unit's shared scratch memory
         self.var_ranges: dict[int, tuple[float, float] | None] = {}  # id(loop var) -> values
         self._ranges: dict[int, tuple[float, float] | None] = {}  # id(node) -> its range
-        self._scan()
+        found = scan(func, unit.freestanding, self.extern_printer, self.fail)
+        self.externs = found.externs
+        self.region_of = found.region_of  # id(parallel For or Allocate) -> region
+        self.no_simd = found.no_simd  # vectorized loops that cannot be `omp simd`
+        self.written = found.written  # pointers something writes through
         self.names = Namer(extra=self.externs, others=(unit.namer,))
 
     def fail(self, problem: str) -> CCodegenError:
@@ -162,65 +120,6 @@ class FunctionPrinter:
         operation in it can wrap (:func:`passhost.tir.bounds.exact_range`)."""
         self._keep.append(node)  # the ids in self._ranges must stay unique
         return exact_range(node, self.var_ranges, self._ranges)
-
-    # -- the first pass: regions, allocations, loops that cannot be SIMD, writes --------------
-    def _scan(self) -> None:
-        written = self.written
-        alias: dict[int, int] = {}
-        top = _Region(None)
-        self.region_of[id(self.func)] = top
-        # (statement, region, chain of enclosing vectorized loops: (id, outer chain))
-        stack: list[tuple[ts.Stmt, _Region, Any]] = [(self.func.body, top, None)]
-
-        def block(chain: Any) -> None:
-            while chain is not None and chain[0] not in self.no_simd:
-                self.no_simd.add(chain[0])
-                chain = chain[1]
-
-        while stack:
-            s, region, chain = stack.pop()
-            if isinstance(s, ts.LetStmt) and isinstance(s.value, te.Var) \
-                    and s.value.dtype == "handle":
-                alias[id(s.var)] = alias.get(id(s.value), id(s.value))
-            if isinstance(s, ts.BufferStore):
-                written.add(alias.get(id(s.buffer.data), id(s.buffer.data)))
-            for n in traversal.post_order(map(strip, _expressions(s)), operands):
-                if isinstance(n, te.Call) and n.op in te.NAMED_CALL_OPS:
-                    block(chain)
-                    read_only: Collection[int] = ()
-                    if n.op == "call_extern":
-                        self._extern_name(n.args[0].value)
-                        if self.extern_printer is not None:
-                            read_only = self.extern_printer.read_only(n)
-                    for k, a in enumerate(n.args[1:]):
-                        if k in read_only:
-                            continue
-                        data = a.data if isinstance(a, Buffer) else a
-                        if isinstance(data, te.Var) and data.dtype == "handle":
-                            written.add(alias.get(id(data), id(data)))
-            if isinstance(s, (ts.Allocate, ts.AssertStmt)):
-                block(chain)
-            if isinstance(s, ts.Allocate):
-                self.region_of[id(s)] = region
-                region.has_allocs = True
-            inner, inner_chain = region, chain
-            if isinstance(s, ts.For) and s.kind == "parallel" and not self.unit.freestanding:
-                block(chain)
-                inner = _Region(region)
-                self.region_of[id(s)] = inner
-                inner_chain = None
-            elif isinstance(s, ts.For) and s.kind == "vectorized":
-                inner_chain = (id(s), chain)
-            for child in reversed(_children(s)):
-                stack.append((child, inner, inner_chain))
-
-    def _extern_name(self, name: str) -> None:
-        if not is_identifier(name):
-            raise self.fail(f"call_extern of {name!r}: not a C identifier")
-        if name.startswith(("ph_", "PH_")):
-            raise self.fail(f"call_extern of {name!r}: names starting with ph_ belong to the "
-                            "printer's helpers")
-        self.externs.add(name)
 
     # -- what expressions need (ExprContext) -----------------------------------------------
     def scalar(self, var: te.Var) -> str:
@@ -388,7 +287,7 @@ class FunctionPrinter:
         self.handles[id(s.buffer_var)] = ptr
         self._locals[name] = Local(f"{ptr.storage} *", True)  # memory of its own
 
-    def _scratch(self, s: ts.Allocate, region: _Region, size: int) -> None:
+    def _scratch(self, s: ts.Allocate, region: Region, size: int) -> None:
         """Point ``s`` into the unit's shared scratch memory, after this function's other
         scratch allocations (8-byte aligned)."""
         if region.parent is not None:
@@ -403,7 +302,7 @@ class FunctionPrinter:
         self.scratch_bytes += -(-size // 8) * 8
         self.unit.scratch_bytes = max(self.unit.scratch_bytes, self.scratch_bytes)
 
-    def _close_region(self, region: _Region, ind: int) -> str | None:
+    def _close_region(self, region: Region, ind: int) -> str | None:
         """Fill in the region's declarations (its used allocations, at ``ind``) and heap
         pointers. Returns, for a parallel region with heap memory, the per-thread flag saying
         the allocations succeeded."""
@@ -438,7 +337,7 @@ class FunctionPrinter:
         region.decls = [_INDENT * ind + d for d in decls]
         return ok
 
-    def _frees(self, region: _Region, ind: int) -> list[str]:
+    def _frees(self, region: Region, ind: int) -> list[str]:
         return [f"{_INDENT * ind}free({p});" for p in reversed(region.heap)]
 
     # -- statements -------------------------------------------------------------------------
