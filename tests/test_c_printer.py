@@ -14,7 +14,6 @@ import ctypes
 import math
 import os
 import pickle
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -28,6 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from c_unit_helpers import CC, compile_unit, needs_cc
 from passhost.backend.c import (
     STATUS_ASSERT,
     STATUS_NO_MEMORY,
@@ -84,9 +84,6 @@ from passhost.tir import (
     intrinsic_call,
 )
 
-CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler (set $CC or install cc)")
-
 WARNINGS = ["-std=gnu11", "-Wall", "-Wextra", "-Werror"]
 SANITIZED = ["-O1", *WARNINGS, "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
              "-fno-omit-frame-pointer", "-fopenmp", "-shared", "-fPIC"]
@@ -129,17 +126,6 @@ if __name__ == "__main__":
     with open(sys.argv[3], "wb") as f:
         pickle.dump(result, f)
 '''
-
-
-def compile_unit(unit: CUnit, flags: list[str], directory: Path) -> Path:
-    """The unit compiled into a shared library in ``directory``."""
-    source, library = directory / "unit.c", directory / "unit.so"
-    source.write_text(unit.source, encoding="utf-8")
-    result = subprocess.run([CC, *flags, *unit.flags, str(source), "-o", str(library), "-lm"],
-                            capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        pytest.fail(f"{' '.join(flags)} failed on {source}:\n{result.stderr[-6000:]}")
-    return library
 
 
 def run_sanitized(library: Path, calls: dict[str, Any], directory: Path) -> dict[str, Any]:

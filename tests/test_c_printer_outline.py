@@ -10,14 +10,12 @@ the tasks last to first (so no result depends on their order). Expected values a
 from __future__ import annotations
 
 import ctypes
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from c_unit_helpers import CC, compile_unit
 from passhost.backend.c import STATUS_ASSERT, CUnit, print_unit
 from passhost.tir import (
     GE,
@@ -34,7 +32,6 @@ from passhost.tir import (
     decl_buffer,
 )
 
-CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 FLAGS = ["-std=gnu11", "-O2", "-fopenmp", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC"]
 
 #: A pool recording how it is called, running the tasks last to first on the calling thread.
@@ -99,14 +96,8 @@ def unit() -> CUnit:
 def lib(unit: CUnit, tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     if CC is None:
         pytest.skip("no C compiler (set $CC or install cc)")
-    directory = tmp_path_factory.mktemp("outline")
-    source, library = directory / "unit.c", directory / "unit.so"
-    source.write_text(unit.source, encoding="utf-8")
-    result = subprocess.run([CC, *FLAGS, *unit.flags, str(source), "-o", str(library), "-lm"],
-                            capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        pytest.fail(f"the unit does not compile:\n{result.stderr[-6000:]}")
-    lib = ctypes.CDLL(str(Path(library)))
+    library = compile_unit(unit, FLAGS, tmp_path_factory.mktemp("outline"))
+    lib = ctypes.CDLL(str(library))
     pool = ctypes.cast(lib.recording_pool, ctypes.c_void_p).value
     ctypes.c_void_p.in_dll(lib, unit.parallel_symbol).value = pool
     return lib

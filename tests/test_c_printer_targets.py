@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from c_unit_helpers import CC, needs_cc
 from passhost.backend.c import (
     CCodegenError,
     CUnit,
@@ -48,7 +49,6 @@ from passhost.tir import (
     decl_buffer,
     intrinsic_call,
 )
-from test_c_printer import CC, needs_cc
 
 SCRATCH = "global.workspace"
 STRICT = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffreestanding"]
