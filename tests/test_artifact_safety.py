@@ -235,9 +235,14 @@ def test_metadata_inputs_and_outputs_must_be_the_plans(artifact):
 
 
 def test_a_storage_too_small_or_a_repeated_input_is_refused(artifact):
-    edit_metadata(artifact, lambda m: m["plan"].update(storage_sizes=[3136, 2047]))
-    _refused(artifact, r"tensor 4 \(2048 bytes\) does not fit storage 1 \(2047 bytes\)")
-    edit_metadata(artifact, lambda m: m["plan"].update(storage_sizes=[3136, 2048]))
+    def shrink(by):
+        def edit(m):
+            m["plan"]["storage_sizes"][m["plan"]["tensors"][4]["storage"]] -= by
+        return edit
+
+    edit_metadata(artifact, shrink(1))
+    _refused(artifact, r"tensor 4 \(2048 bytes\) does not fit storage \d+ \(2047 bytes\)")
+    edit_metadata(artifact, shrink(-1))
     edit_metadata(artifact, lambda m: m["plan"]["tensors"].append(
         {"kind": "input", "shape": [1], "dtype": "float32", "name": "data"}))
     _refused(artifact, r"inputs \['data'\] appear more than once")
@@ -372,9 +377,18 @@ def test_truncated_files_are_refused(artifact, mlp):
         _refused(artifact, "truncated")
 
 
+def test_storage_blocks_sharing_bytes_while_live_or_misaligned_are_refused(artifact):
+    edit_metadata(artifact, lambda m: m["plan"].update(
+        storage_offsets=[0] * len(m["plan"]["storage_offsets"])))
+    _refused(artifact, r"tensors \d+ and \d+ are live at once and share bytes of the arena")
+    edit_metadata(artifact, lambda m: m["plan"].update(
+        storage_offsets=[64 * k + 8 for k in range(len(m["plan"]["storage_offsets"]))]))
+    _refused(artifact, r"storage offsets \[8, 72, .*\] are not non-negative multiples of 64")
+
+
 def test_an_old_format_version_says_rebuild(artifact):
     edit_metadata(artifact, lambda m: m.update(format_version=1))
-    _refused(artifact, r"artifact format version 1; this passhost .* reads version 2: "
+    _refused(artifact, r"artifact format version 1; this passhost .* reads version 3: "
                        r"rebuild the artifact")
 
 
@@ -542,7 +556,7 @@ def test_a_buffer_over_no_known_memory_is_refused():
 
 
 def _plan(tensors, steps):
-    return ExecutorPlan(tuple(tensors), (64,), tuple(steps), (len(tensors) - 1,))
+    return ExecutorPlan(tuple(tensors), (64,), tuple(steps), (len(tensors) - 1,), (0,))
 
 
 def test_a_step_calling_a_primfunc_with_a_scalar_parameter_is_refused():

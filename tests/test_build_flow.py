@@ -17,6 +17,7 @@ from passhost.ir.module import IRModule
 from passhost.relay import var
 from passhost.relay.expr import Function
 from passhost.relay.interpreter import evaluate
+from passhost.runtime.plan import ExecutorPlan, PlanError
 from passhost.tir import PrimFunc
 from passhost.transform import PassContext
 from passhost.workloads.zoo import get_model
@@ -127,12 +128,12 @@ def test_zoo_models_through_the_default_lowering(toy, name):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
 
 
-def test_memory_plan_reuses_buffers_without_overlapping_lifetimes(toy):
+def test_memory_plan_reuses_bytes_without_overlapping_lifetimes(toy):
     mod, params = get_model("resnet-18")
     with PassContext(opt_level=3):
         plan = build(mod, "ref-host", params).plan
     # independent liveness: a tensor lives from the step writing it to its last reader
-    # (outputs to the end); tensors sharing a block must not both be live
+    # (outputs to the end); tensors whose bytes overlap must not both be live
     first, last = {}, {}
     for i, step in enumerate(plan.steps):
         for a in step.args:
@@ -143,12 +144,37 @@ def test_memory_plan_reuses_buffers_without_overlapping_lifetimes(toy):
     ids = [i for i, t in enumerate(plan.tensors) if t.kind == "storage"]
     peak = max(sum(plan.tensors[t].nbytes for t in ids if first[t] <= i <= last[t])
                for i in range(len(plan.steps)))
-    assert len(plan.storage_sizes) <= 4
-    assert sum(plan.storage_sizes) <= 1.5 * peak
+    written = sum(plan.tensors[t].nbytes for t in ids)
+    assert plan.arena_size <= 1.5 * peak < written / 2
+    span = {t: (plan.storage_offsets[plan.tensors[t].storage],
+                plan.storage_offsets[plan.tensors[t].storage] + plan.tensors[t].nbytes)
+            for t in ids}
+    assert all(span[t][0] % 64 == 0 for t in ids)
+    shared = 0
     for a in ids:
         for b in ids:
-            if a < b and plan.tensors[a].storage == plan.tensors[b].storage:
+            if a < b and span[a][0] < span[b][1] and span[b][0] < span[a][1]:
+                shared += 1
                 assert last[a] <= first[b] or last[b] <= first[a], (a, b)
+    assert shared > len(ids)  # bytes are reused, again and again
+
+
+def test_a_plan_whose_live_tensors_share_bytes_is_refused(toy):
+    mod, params = get_model("resnet-18")
+    with PassContext(opt_level=3):
+        data = build(mod, "ref-host", params).plan.to_json()
+    assert ExecutorPlan.from_json(data).to_json() == data
+    data["storage_offsets"] = [0] * len(data["storage_offsets"])
+    with pytest.raises(PlanError, match=r"tensors \d+ and \d+ are live at once and share "
+                                        r"bytes of the arena"):
+        ExecutorPlan.from_json(data)
+    data["storage_offsets"] = [32] * len(data["storage_offsets"])
+    with pytest.raises(PlanError, match=r"storage offsets \[32\] are not non-negative "
+                                        r"multiples of 64"):
+        ExecutorPlan.from_json(data)
+    data["storage_offsets"] = [0]
+    with pytest.raises(PlanError, match=r"1 storage offsets for 31 storage blocks"):
+        ExecutorPlan.from_json(data)
 
 
 def test_opt_level_zero_lowers_every_operator_alone(toy):

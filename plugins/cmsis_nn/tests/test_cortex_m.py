@@ -539,8 +539,7 @@ def network_program(compiled: CompiledModule, inputs: list[np.ndarray],
     ctypes = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t"}
     (_, x), = plan.inputs
     (out,) = plan.outputs
-    decls = [f"static int64_t storage{k}[{(size + 7) // 8}];"
-             for k, size in enumerate(plan.storage_sizes)]
+    decls = [f"static int64_t arena[{(plan.arena_size + 7) // 8}];"]
 
     def arg(index: int) -> str:
         t = plan.tensors[index]
@@ -550,7 +549,7 @@ def network_program(compiled: CompiledModule, inputs: list[np.ndarray],
             name = f"param_{len(decls)}"
             decls.append(c_array(name, np.asarray(compiled.params[t.name])).rstrip())
             return name
-        return f"({ctypes[t.dtype]} *)storage{t.storage}"
+        return f"({ctypes[t.dtype]} *)((char *)arena + {plan.storage_offsets[t.storage]})"
 
     steps = "".join(f"    status = {s.func}({', '.join(arg(a) for a in s.args)});\n"
                     f"    if (status != 0)\n        return status;\n" for s in plan.steps)
@@ -566,7 +565,7 @@ def network_program(compiled: CompiledModule, inputs: list[np.ndarray],
             + "static int32_t run(const int8_t *x)\n{\n    int32_t status;\n" + steps
             + "    return 0;\n}\n\n"
             + "int main(void)\n{\n    int k, i, failed = 0;\n"
-            + f"    const int8_t *y = (const int8_t *)storage{plan.tensors[out].storage};\n"
+            + f"    const int8_t *y = {arg(out)};\n"
             + f"    for (k = 0; k < {len(inputs)}; ++k) {{\n"
             + "        int32_t status = run(inputs[k]);\n"
             + "        if (status != 0) {\n"

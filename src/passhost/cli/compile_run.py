@@ -50,8 +50,8 @@ def compile_command(args: argparse.Namespace) -> int:
         raise CommandError(f"cannot write {args.output}: {err.strerror or err}") from None
     plan = compiled.plan
     print(f"compiled {args.model} for {compiled.target} in {elapsed * 1e3:.0f} ms: "
-          f"{len(plan.steps)} calls, {len(plan.storage_sizes)} buffers "
-          f"({sum(plan.storage_sizes) / 1e6:.1f} MB), {len(compiled.params)} parameters")
+          f"{len(plan.steps)} calls, tensors in {plan.arena_size / 1e6:.1f} MB, "
+          f"{len(compiled.params)} parameters")
     print(f"wrote {args.output}")
     return 0
 

@@ -61,7 +61,7 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "ArtifactError", "load_artifact", "restor
 #: The ``format`` field of every artifact's metadata.
 FORMAT = "passhost-artifact"
 #: The artifact layout version this passhost writes and reads.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 _METADATA = "metadata.json"
 _CHECKSUM = "checksum.sha256"

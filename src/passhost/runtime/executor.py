@@ -68,7 +68,9 @@ class Executor:
                  params: Mapping[str, np.ndarray]) -> None:
         self.plan = plan
         self.module = module
-        storages = [aligned_full(max(size, 1), None, np.uint8) for size in plan.storage_sizes]
+        arena = aligned_full(max(plan.arena_size, 1), None, np.uint8)
+        storages = [arena[offset:offset + size]
+                    for offset, size in zip(plan.storage_offsets, plan.storage_sizes)]
         arrays: list[np.ndarray] = []
         self._inputs: dict[str, np.ndarray] = {}
         for t in plan.tensors:

@@ -1,8 +1,9 @@
 """The executor plan: what to call in which order, over which memory.
 
 Plain data, saved as JSON in artifacts. Tensors are numbered; each is an input, a
-parameter (weights, by name) or a view of a storage block. Storage blocks are shared by
-tensors whose lifetimes do not overlap (see :mod:`passhost.backend.memory_plan`).
+parameter (weights, by name) or a view of a storage block. Storage blocks lie at offsets
+in one arena and may overlap where no two tensors in them are live at once (see
+:mod:`passhost.backend.memory_plan`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from attrs import frozen
 
 from passhost.errors import PasshostError
 from passhost.ir.types import DTYPES
+from passhost.runtime.aligned import CACHE_LINE
 
 __all__ = ["ExecutorPlan", "PlanError", "Step", "TensorEntry", "param_mismatch"]
 
@@ -53,12 +55,20 @@ class Step:
 
 @frozen
 class ExecutorPlan:
-    """Tensors, storage block sizes, the calls in order and the output tensors."""
+    """Tensors, storage block sizes, the calls in order, the output tensors and each
+    block's byte offset in the arena (a multiple of a cache line)."""
 
     tensors: tuple[TensorEntry, ...]
     storage_sizes: tuple[int, ...]
     steps: tuple[Step, ...]
     outputs: tuple[int, ...]
+    storage_offsets: tuple[int, ...]
+
+    @property
+    def arena_size(self) -> int:
+        """The bytes of the arena holding every storage block."""
+        return max((o + s for o, s in zip(self.storage_offsets, self.storage_sizes)),
+                   default=0)
 
     @property
     def inputs(self) -> list[tuple[str, TensorEntry]]:
@@ -76,6 +86,7 @@ class ExecutorPlan:
             "tensors": [{"kind": t.kind, "shape": list(t.shape), "dtype": t.dtype,
                          "name": t.name, "storage": t.storage} for t in self.tensors],
             "storage_sizes": list(self.storage_sizes),
+            "storage_offsets": list(self.storage_offsets),
             "steps": [{"func": s.func, "args": list(s.args)} for s in self.steps],
             "outputs": list(self.outputs),
         }
@@ -94,7 +105,8 @@ class ExecutorPlan:
             plan = cls(tensors, tuple(int(s) for s in data["storage_sizes"]),
                        tuple(Step(str(s["func"]), tuple(int(a) for a in s["args"]))
                              for s in data["steps"]),
-                       tuple(int(o) for o in data["outputs"]))
+                       tuple(int(o) for o in data["outputs"]),
+                       tuple(int(o) for o in data["storage_offsets"]))
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as err:
             raise PlanError(f"malformed executor plan: {type(err).__name__}: {err}") from None
         plan.check()
@@ -107,6 +119,13 @@ class ExecutorPlan:
         bad = [s for s in self.storage_sizes if s < 0]
         if bad:
             raise PlanError(f"negative storage sizes {bad}")
+        if len(self.storage_offsets) != len(self.storage_sizes):
+            raise PlanError(f"{len(self.storage_offsets)} storage offsets for "
+                            f"{len(self.storage_sizes)} storage blocks")
+        bad = sorted({o for o in self.storage_offsets if o < 0 or o % CACHE_LINE})
+        if bad:
+            raise PlanError(f"storage offsets {bad} are not non-negative multiples of "
+                            f"{CACHE_LINE}")
         counts = Counter(t.name for t in self.tensors if t.kind == "input")
         twice = sorted(name for name, count in counts.items() if count > 1)
         if twice:
@@ -133,6 +152,33 @@ class ExecutorPlan:
         bad = [o for o in self.outputs if not 0 <= o < n]
         if bad:
             raise PlanError(f"unknown output tensors {bad}")
+        self._check_overlaps()
+
+    def _check_overlaps(self) -> None:
+        """Raise :class:`PlanError` if two storage tensors live at once share bytes. A
+        tensor lives from the first step naming it to the last (graph outputs to the end);
+        one step's tensors all live at once."""
+        first: dict[int, int] = {}
+        last: dict[int, int] = {}
+        for j, step in enumerate(self.steps):
+            for a in step.args:
+                if self.tensors[a].kind == "storage":
+                    first.setdefault(a, j)
+                    last[a] = j
+        for o in self.outputs:
+            if self.tensors[o].kind == "storage":
+                first.setdefault(o, len(self.steps))
+                last[o] = len(self.steps)
+        live: dict[int, tuple[int, int]] = {}
+        for t in sorted(first, key=first.__getitem__):
+            live = {u: r for u, r in live.items() if last[u] >= first[t]}
+            start = self.storage_offsets[self.tensors[t].storage]
+            end = start + self.tensors[t].nbytes
+            for u, (s, e) in live.items():
+                if start < e and s < end and t != u:
+                    raise PlanError(f"tensors {min(t, u)} and {max(t, u)} are live at once "
+                                    f"and share bytes of the arena")
+            live[t] = (start, end)
 
 
 def param_mismatch(entry: TensorEntry, arr: np.ndarray) -> str | None:
