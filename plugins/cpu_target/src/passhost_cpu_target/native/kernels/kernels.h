@@ -254,6 +254,13 @@ static inline vf vclamp(vf v, vf lo, vf hi) {
 static inline __attribute__((always_inline)) void micro_core(
     const float *restrict a, i64 rows, const float *restrict b, i64 ldb, const i64 *boff,
     i64 kc, float *restrict c, int accumulate, const tile_out *out, const int nv) {
+  if (out) /* the next column block's output lines, fetched for writing while the sums are
+             * taken: a large output's stores otherwise wait on its lines coming in (2% of
+             * MobileNetV2, EfficientNet-B0, ResNet-50 and ConvNeXt-T; a prefetch past the
+             * data faults nowhere) */
+    for (int i = 0; i < rows; i++)
+      for (int v = 0; v < NR; v += 64 / (int)sizeof(float))
+        __builtin_prefetch(out->y + i * out->ldy + NR + v, 1, 3);
   if (out && out->res) /* the residual's lines, fetched while the sums are taken */
     for (int i = 0; i < rows; i++)
       for (int v = 0; v < NR; v += 64 / (int)sizeof(float))
