@@ -175,7 +175,7 @@ class ExecutorPlan:
             start = self.storage_offsets[self.tensors[t].storage]
             end = start + self.tensors[t].nbytes
             for u, (s, e) in live.items():
-                if start < e and s < end and t != u:
+                if start < e and s < end:
                     raise PlanError(f"tensors {min(t, u)} and {max(t, u)} are live at once "
                                     f"and share bytes of the arena")
             live[t] = (start, end)
