@@ -1,7 +1,7 @@
 """Where passhost's time goes on one race model: the executor's steps timed one by one.
 
 Run: python benchmarks/profile_steps.py MODEL [--threads N] [--runs R] [--cache DIR] [--unbound]
-                                         [--ort]
+                                         [--ort] [--steps]
 
 Builds MODEL (a name of ``race_models.MODELS``) for ``cpu -num-threads=N`` at opt_level 3,
 runs it twice untimed, then times each bound executor run (a step, or a run of consecutive
@@ -9,7 +9,10 @@ compiled-loop steps bound into one native call, shown as ``run``) over R inferen
 in the process. It prints the total per inference and the time per kind of step (the
 PrimFunc name without its number), largest first. With ``--ort``, onnxruntime's own
 profiler times the same model on the same threads over R inferences after two untimed, and
-its time per operator type follows (the kernels' time: no session overhead).
+its time per operator type follows (the kernels' time: no session overhead). With
+``--steps``, every step is listed in order (timed alone, with its output's shape) instead
+of the kinds, and onnxruntime's nodes in order (with their outputs' shapes), so that a
+layer's two times can be read side by side.
 """
 
 from __future__ import annotations
@@ -38,10 +41,22 @@ def _steps(executor: Any) -> list[tuple[Any, tuple[Any, ...]]]:
              tuple(executor._arrays[a] for a in step.args)) for step in executor.plan.steps]
 
 
+def _step_key(index: int, func: Any, args: tuple[Any, ...]) -> str:
+    """A step's line in the ``--steps`` listing: its number, name and output's shape."""
+    shape = list(getattr(args[-1], "shape", ())) if args else []
+    return f"{index:3d} {getattr(func, '__name__', type(func).__name__):36s} {shape}"
+
+
+def _kind(func: Any) -> str:
+    """A step's kind: its function's name without the number."""
+    return getattr(func, "__name__", type(func).__name__).rstrip("_0123456789")
+
+
 def profile(name: str, threads: int, runs: int, cache: Path,
-            unbound: bool = False) -> dict[str, float]:
+            unbound: bool = False, steps: bool = False) -> dict[str, float]:
     """Milliseconds per inference by kind of step (and ``"total"``); ``unbound`` times
-    every step alone, compiled-loop steps included."""
+    every step alone, compiled-loop steps included; ``steps`` (which implies it) gives
+    each step in order instead of the kinds."""
     mod, params = from_onnx(onnx.load(onnx_file(name, cache)))
     with PassContext(opt_level=3):
         compiled = passhost.build(mod, f"cpu -num-threads={threads}", params=params)
@@ -51,20 +66,25 @@ def profile(name: str, threads: int, runs: int, cache: Path,
     executor.run()
     executor.run()
     seconds: collections.Counter[str] = collections.Counter()
+    timed = _steps(executor) if unbound or steps else executor._runs
+    keys = [_step_key(i, func, args) if steps else _kind(func)
+            for i, (func, args) in enumerate(timed)]
     with run_scope(executor.module):
         for _ in range(runs):
-            for func, args in (_steps(executor) if unbound else executor._runs):
+            for key, (func, args) in zip(keys, timed):
                 start = time.perf_counter()
                 func(*args)
-                kind = getattr(func, "__name__", type(func).__name__).rstrip("_0123456789")
-                seconds[kind] += time.perf_counter() - start
-    per_run = {kind: s / runs * 1e3 for kind, s in seconds.most_common()}
+                seconds[key] += time.perf_counter() - start
+    order = seconds.items() if steps else seconds.most_common()
+    per_run = {key: s / runs * 1e3 for key, s in order}
     return {"total": sum(per_run.values()), **per_run}
 
 
-def ort_profile(name: str, threads: int, runs: int, cache: Path) -> dict[str, float]:
+def ort_profile(name: str, threads: int, runs: int, cache: Path,
+                steps: bool = False) -> dict[str, float]:
     """onnxruntime's milliseconds per inference by operator type (and ``"total"``), from
-    its profiler's node events over ``runs`` inferences after two untimed ones."""
+    its profiler's node events over ``runs`` inferences after two untimed ones; with
+    ``steps``, by node in the order they ran."""
     with tempfile.TemporaryDirectory() as folder:
         session = ort_session(onnx_file(name, cache), threads, f"{folder}/ort")
         inputs = example_inputs(name)
@@ -78,15 +98,27 @@ def ort_profile(name: str, threads: int, runs: int, cache: Path) -> dict[str, fl
             continue
         seen[event["name"]] += 1
         if seen[event["name"]] > 2:  # the untimed runs' events come first
-            seconds[event["args"]["op_name"]] += event["dur"] * 1e-6
-    per_run = {kind: s / runs * 1e3 for kind, s in seconds.most_common()}
+            seconds[_node_key(event) if steps else event["args"]["op_name"]] += \
+                event["dur"] * 1e-6
+    order = seconds.items() if steps else seconds.most_common()
+    per_run = {kind: s / runs * 1e3 for kind, s in order}
     return {"total": sum(per_run.values()), **per_run}
 
 
-def _print(title: str, result: dict[str, float]) -> None:
+def _node_key(event: dict[str, Any]) -> str:
+    """A node's line in the ``--steps`` listing: its operator type, name and outputs'
+    shapes."""
+    args = event["args"]
+    shapes = [shape for output in args.get("output_type_shape", [])
+              for shape in output.values()]
+    name = event["name"].removesuffix("_kernel_time")
+    return f"{args['op_name']:14s} {name:44s} {shapes}"
+
+
+def _print(title: str, result: dict[str, float], every: bool = False) -> None:
     print(f"{title}: {result.pop('total'):.2f} ms per inference")
-    for kind, ms in list(result.items())[:12]:
-        print(f"  {ms:9.2f} ms  {kind}")
+    for kind, ms in list(result.items())[:None if every else 12]:
+        print(f"  {ms:9.3f} ms  {kind}")
 
 
 def main() -> None:
@@ -100,13 +132,17 @@ def main() -> None:
                         help="time each step alone, not runs of compiled loops bound together")
     parser.add_argument("--ort", action="store_true",
                         help="also onnxruntime's profile of the model, by operator type")
+    parser.add_argument("--steps", action="store_true",
+                        help="every step (and onnxruntime node) in order, not the kinds")
     args = parser.parse_args()
     threads = f"{args.threads} thread(s)"
     _print(f"{args.model}, {threads}",
-           profile(args.model, args.threads, args.runs, args.cache, args.unbound))
+           profile(args.model, args.threads, args.runs, args.cache, args.unbound, args.steps),
+           args.steps)
     if args.ort:
         _print(f"onnxruntime, {threads}",
-               ort_profile(args.model, args.threads, args.runs, args.cache))
+               ort_profile(args.model, args.threads, args.runs, args.cache, args.steps),
+               args.steps)
 
 
 if __name__ == "__main__":
