@@ -32,11 +32,13 @@ squares in float64 on 4000 Chebyshev points, rounded to float32):
 * tanh: |x| < 0.55: |x| + |x|^3 p(x^2), p of degree 4; above, 1 - 2 / (exp(2|x|) + 1)
   with |x| clamped to 9.5 (tanh rounds to 1 from 9.01 on); the sign of x copied on
   (-0 stays -0).
-* sigmoid: with e = exp(-|x|) (rounded once from exp's 1 + t and its first power of two),
-  1 / (1 + e) for x >= 0 and e / (1 + e) below (no overflow, subnormal results kept). No
-  correction for the rounding of 1 + e: it would bring the bound under 2 ulp for 40% more
-  time, and this function is the activation the cpu kernels apply to every
-  element of EfficientNet-B0's SiLU layers.
+* sigmoid: with e = exp(-|x|) (exp's 1 + t rounded once, times 2^n), 1 / (1 + e) for
+  x >= 0 and e / (1 + e) below (no overflow, subnormal results kept), both taken with e
+  scaled by 2^64: normal throughout, so one power of two forms it and a subnormal result
+  is rounded once, by the division. No correction for the rounding of 1 + e: it would
+  bring the bound under 2 ulp for 40% more time, and this function is the activation the
+  cpu kernels apply to every element of EfficientNet-B0's SiLU layers, where its
+  arithmetic is most of their epilogue's cost.
 * erf: |x| < 1: |x| + |x| (2/sqrt(pi) - 1 + x^2 p(x^2)), p of degree 5; above,
   1 - exp(l(|x| - 1)) with l of degree 6 fitted to log(erfc) on [1, 4] weighted by erfc
   (the absolute error of erfc is what reaches the result); from 4 on erf rounds to 1.
@@ -214,13 +216,16 @@ static inline float ph_tanh_f32(float x)
 
 static inline float ph_sigmoid_f32(float x)
 {
-    /* e = exp(-|x|) in (0, 1] (a NaN is taken as -104 here and passed through below); the
-       result is 1 / (1 + e) for x >= 0, e / (1 + e) below. */
-    float a = fabsf(x);
-    struct ph_exp_parts p = ph_exp_parts_f32(ph_f32_select(a < 104.0f, -a, -104.0f));
-    float e = PH_MADD(p.t, p.s1, p.s1) * p.s2;
-    float y = ph_f32_select(x >= 0.0f, 1.0f, e) / (1.0f + e);
-    return ph_f32_select(x != x, x, y);
+    /* m = -|x| clamped at -104 (a NaN stays a NaN, and every step below passes it on). */
+    float m = ph_f32_from_bits(ph_f32_bits(x) | 0x80000000u);
+    struct ph_exp_core core = ph_exp_core_f32(ph_f32_select(m < -104.0f, -104.0f, m));
+    /* e = exp(m) 2^64 = (1 + t) 2^(n + 64), n in [-150, 0]: normal, so the result
+       1 / (1 + e) for x >= 0, e / (1 + e) below, is taken as 2^64 / (2^64 + e) and
+       e / (2^64 + e), which rounds as they do with e rounded to float32 first (a subnormal
+       exp(m) rounds once, in the division, the sum 1 + exp(m) is then 1). */
+    float scale = ph_f32_from_bits((core.n + 191u) << 23);
+    float e = PH_MADD(core.t, scale, scale);
+    return ph_f32_select(x >= 0.0f, 0x1p64f, e) / (0x1p64f + e);
 }
 
 static inline float ph_erf_f32(float x)
