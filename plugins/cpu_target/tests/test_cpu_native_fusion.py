@@ -182,6 +182,7 @@ def test_pointwise_conv_on_small_planes_applies_bias_residual_and_clip(threads, 
     assert_same([got], [expected], atol=1e-4)
 
 
+@pytest.mark.parametrize("residual", [True, False])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(("n", "c", "o", "hw", "k", "stride", "pad"),
                          [(1, 16, 20, 14, 3, 1, 1), (1, 40, 70, 7, 3, 1, 1), (1, 8, 9, 6, 3, 1, 0),
@@ -190,19 +191,20 @@ def test_pointwise_conv_on_small_planes_applies_bias_residual_and_clip(threads, 
                           (2, 8, 12, 14, 3, 2, 1), (1, 6, 10, 27, 5, 2, 2),
                           (1, 3, 8, 160, 7, 2, 3), (2, 5, 9, 70, 3, 1, 1)])
 def test_conv_on_the_wide_grid_applies_bias_residual_and_clip(threads, n, c, o, hw, k, stride,
-                                                              pad):
+                                                              pad, residual):
     """Convolutions whose wide grid (output rows x the padded phase planes' width) rounds up
     to about as many column blocks as the plane, at strides 1 and 2: the columns read in
     place from the planes (over more than one slab of the reduction), blocks within one
-    output row stored from the registers and the others with their dropped outputs skipped,
-    a partial panel of output channels, batches."""
+    output row stored from the registers and the others with their dropped outputs skipped
+    (without a residual, from a staged tile), a partial panel of output channels, batches."""
     data, weight = RNG.uniform(-1, 1, (n, c, hw, hw)), RNG.uniform(-1, 1, (o, c, k, k))
     out = (hw + 2 * pad - k) // stride + 1
     bias, res = RNG.uniform(-1, 1, (o, 1, 1)), RNG.uniform(-1, 1, (n, o, out, out))
+    added = [("add", None, res.astype("float32"), True)] if residual else []
     got, expected, source = _fused(
         "nn.conv2d", {"padding": (pad,) * 4, "strides": (stride, stride)},
         [data.astype("float32"), weight.astype("float32")],
-        [("add", None, bias.astype("float32"), False), ("add", None, res.astype("float32"), True),
+        [("add", None, bias.astype("float32"), False), *added,
          ("clip", {"a_min": -4.0, "a_max": 4.0}, None, False)], threads)
     assert _body(source).count("\n    ") == 1 and "_conv2d_nchw(" in source
     assert_same([got], [expected], atol=1e-4)
