@@ -328,9 +328,10 @@ static window_geom implicit_geometry(const conv_geom *cv) {
 
 static i64 implicit_blocks(const window_geom *wg) { return (wg->wide + NR - 1) / NR; }
 
+/* Whether the wide grid fits (path_of takes Winograd and the transposed form first). */
 static int use_implicit(const conv_geom *cv) {
   if (cv->groups != 1 || cv->sh != cv->sw || cv->sh > 2 || cv->dh != 1 || cv->dw != 1 ||
-      cv->kh * cv->kw == 1 || use_winograd(cv) || use_transposed(cv))
+      cv->kh * cv->kw == 1)
     return 0;
   const window_geom wg = implicit_geometry(cv);
   return implicit_blocks(&wg) * 20 <= cv->blocks * 21;
@@ -622,24 +623,46 @@ static void packed_products(void *arg, i64 t) {
   }
 }
 
+/* The path of a convolution, one choice for every entry point (its scratch, its prepared
+ * weights, the product): Winograd where it fits, else the transposed form, else the wide
+ * grid, else packed columns. (Where both Winograd and the transposed form fit, a 3x3 layer
+ * at 10x10 with 256 outputs or more, the weights were once prepared for the one and used
+ * by the other.) */
+typedef enum { CONV_WINOGRAD, CONV_TRANSPOSED, CONV_IMPLICIT, CONV_PACKED } conv_path;
+
+static conv_path path_of(const conv_geom *cv) {
+  if (use_winograd(cv)) return CONV_WINOGRAD;
+  if (use_transposed(cv)) return CONV_TRANSPOSED;
+  if (use_implicit(cv)) return CONV_IMPLICIT;
+  return CONV_PACKED;
+}
+
 /* Floats of the `cols` scratch ph_conv2d_nchw needs for geometry g (0: none). */
 i64 ph_conv2d_nchw_scratch(const i64 *g) {
   const conv_geom cv = conv_geometry(g);
-  if (use_winograd(&cv)) {
-    const wino_geom wn = wino_geometry(&cv);
-    return cv.c * 4 * wn.wg.phase + NR; /* slack: whole-vector reads */
+  switch (path_of(&cv)) {
+  case CONV_WINOGRAD:
+    return cv.c * 4 * wino_geometry(&cv).wg.phase + NR; /* slack: whole-vector reads */
+  case CONV_TRANSPOSED:
+    return direct_conv(&cv) ? 0 : cv.k * cv.p;
+  case CONV_IMPLICIT:
+    return implicit_floats(&cv);
+  default:
+    return shared_cols(&cv) ? cv.blocks * cv.k * NR : 0;
   }
-  if (use_transposed(&cv)) return direct_conv(&cv) ? 0 : cv.k * cv.p;
-  if (use_implicit(&cv)) return implicit_floats(&cv);
-  return shared_cols(&cv) ? cv.blocks * cv.k * NR : 0;
 }
 
 /* Floats of the prepared weights (ph_conv2d_nchw_prepare) for geometry g. */
 i64 ph_conv2d_nchw_prepared(const i64 *g) {
   const conv_geom cv = conv_geometry(g);
-  if (use_winograd(&cv)) return 16 * cv.panels * MR * cv.c;
-  if (use_transposed(&cv)) return (cv.o + TO - 1) / TO * TO * cv.k;
-  return cv.groups * cv.panels * MR * cv.k;
+  switch (path_of(&cv)) {
+  case CONV_WINOGRAD:
+    return 16 * cv.panels * MR * cv.c;
+  case CONV_TRANSPOSED:
+    return (cv.o + TO - 1) / TO * TO * cv.k;
+  default:
+    return cv.groups * cv.panels * MR * cv.k;
+  }
 }
 
 /* Prepares OIHW weights w for ph_conv2d_nchw into `prep`: per group, the O/G x K weight
@@ -647,11 +670,12 @@ i64 ph_conv2d_nchw_prepared(const i64 *g) {
  * each O x C in panels. Returns 0, or -1 when memory runs out. */
 int ph_conv2d_nchw_prepare(const float *w, float *prep, const i64 *g) {
   const conv_geom cv = conv_geometry(g);
-  if (use_transposed(&cv)) {
+  const conv_path path = path_of(&cv);
+  if (path == CONV_TRANSPOSED) {
     pack_transposed(prep, w, cv.o, cv.k);
     return 0;
   }
-  if (!use_winograd(&cv)) {
+  if (path != CONV_WINOGRAD) {
     for (i64 grp = 0; grp < cv.groups; grp++)
       pack_panels(prep + grp * cv.panels * MR * cv.k, w + grp * cv.og * cv.k, cv.og, cv.k);
     return 0;
@@ -673,10 +697,11 @@ int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bia
   const int nt = num_threads(g[16]);
   const float lo = bounds[0], hi = bounds[1];
   const int act = activation_of(bounds);
-  if (use_winograd(&cv)) return conv2d_winograd(&cv, x, prep, y, bias, res, cols, nt, lo, hi,
-                                                act);
-  if (use_implicit(&cv)) return conv2d_implicit(&cv, x, prep, y, bias, res, cols, nt, lo, hi,
-                                               act);
+  const conv_path path = path_of(&cv);
+  if (path == CONV_WINOGRAD)
+    return conv2d_winograd(&cv, x, prep, y, bias, res, cols, nt, lo, hi, act);
+  if (path == CONV_IMPLICIT)
+    return conv2d_implicit(&cv, x, prep, y, bias, res, cols, nt, lo, hi, act);
   i64 *ranges = malloc(sizeof(i64) * 2 * (size_t)(cv.kw + cv.kh));
   if (!ranges) return -1;
   cv.ox_range = ranges;
@@ -687,7 +712,7 @@ int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bia
   for (i64 t = 0; t < cv.kh; t++)
     valid_range(cv.oh, cv.sh, t * cv.dh - cv.pt, cv.h, &cv.oy_range[2 * t],
                 &cv.oy_range[2 * t + 1]);
-  if (use_transposed(&cv)) {
+  if (path == CONV_TRANSPOSED) {
     conv2d_transposed(&cv, x, prep, y, bias, res, cols, nt, lo, hi, act);
     free(ranges);
     return 0;
