@@ -44,13 +44,18 @@ static inline int direct_conv(const conv_geom *cv) {
  * transforms `rows` tile rows (at most NR tiles) into V, multiplies them for one chunk of
  * output channels, and transforms the products back through the epilogue. From 100 outputs
  * per channel on (a 14x14 plane's 196 takes 2.43 -> 1.6 ms for ResNet-50's 256-channel
- * layers; at 7x7 its 16 tiles fill half the columns and it is slower than the direct path).
- */
+ * layers), and on planes whose tiles all fit one vector of columns (8x8 outputs or fewer)
+ * for layers of more than one chunk of output channels (MCP * MR), whose products then take
+ * VW-column micro-tiles: ResNet-50's 512-channel layers at 7x7 take 2.24 ms against the
+ * transposed form's 2.35-2.54 at one thread, 1.06-1.13 against 1.26 at two, 256 channels at
+ * 7x7 0.52 against 0.62 and 0.27 against 0.37 (C harness; with 128 channels, one chunk, the
+ * second thread has nothing to do). */
 #define WINO_MIN_OUTPUTS 100
 
 typedef struct {
   i64 th, tw, twv, rows, row_groups; /* tiles down and across (padded to twv), rows per task */
   i64 ts;                            /* columns of a tile row in V and M: twv, or tw packed */
+  int narrow;                        /* every task's tiles fit VW columns */
   window_geom wg;
 } wino_geom;
 

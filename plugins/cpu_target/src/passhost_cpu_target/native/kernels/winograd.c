@@ -3,7 +3,9 @@
 
 int use_winograd(const conv_geom *cv) {
   return cv->kh == 3 && cv->kw == 3 && cv->sh == 1 && cv->sw == 1 && cv->dh == 1 &&
-         cv->dw == 1 && cv->groups == 1 && cv->c >= 16 && cv->p >= WINO_MIN_OUTPUTS &&
+         cv->dw == 1 && cv->groups == 1 && cv->c >= 16 &&
+         (cv->p >= WINO_MIN_OUTPUTS ||
+          ((cv->oh + 1) / 2 * ((cv->ow + 1) / 2) <= VW && cv->o > MCP * MR)) &&
          ((cv->ow + 1) / 2 + VW - 1) / VW * VW <= NR;
 }
 
@@ -18,6 +20,7 @@ wino_geom wino_geometry(const conv_geom *cv) {
   wn.ts = NR / wn.tw > NR / wn.twv ? wn.tw : wn.twv;
   wn.rows = max64(1, NR / wn.ts);
   wn.row_groups = (wn.th + wn.rows - 1) / wn.rows;
+  wn.narrow = min64(wn.rows, wn.th) * wn.ts <= VW;
   wn.wg.h = cv->h;
   wn.wg.w = cv->w;
   wn.wg.sh = wn.wg.sw = 2;
@@ -168,10 +171,14 @@ static void wino_item(const wino_job *job, i64 item, float *v) {
   }
   for (i64 xi = 0; xi < 16; xi++)
     for (i64 q = q0; q < q1; q++)
-      for (i64 c0 = 0; c0 < c; c0 += KC)
-        micro_tile(u + ((xi * cv->panels + q) * c + c0) * MR, min64(MR, o - q * MR),
-                   v + (xi * c + c0) * NR, NR, min64(KC, c - c0),
-                   m + (xi * MCP + q - q0) * MR * NR, c0 > 0, NULL);
+      for (i64 c0 = 0; c0 < c; c0 += KC) {
+        const float *uq = u + ((xi * cv->panels + q) * c + c0) * MR, *vx = v + (xi * c + c0) * NR;
+        float *mq = m + (xi * MCP + q - q0) * MR * NR;
+        if (wn->narrow)
+          micro_tile_narrow(uq, vx, NR, min64(KC, c - c0), mq, c0 > 0);
+        else
+          micro_tile(uq, min64(MR, o - q * MR), vx, NR, min64(KC, c - c0), mq, c0 > 0, NULL);
+      }
   for (i64 q = q0; q < q1; q++) {
     for (i64 i = 0; i < min64(MR, o - q * MR); i++) {
       const i64 oc = q * MR + i;
