@@ -319,7 +319,7 @@ CONV_PATHS = {
     "winograd": (1, 16, 20, 21, 3, 1, 1, 1, 1),
     # 10x10 with 256 outputs: the transposed form fits too, and Winograd is taken
     "winograd-where-transposed-fits": (1, 16, 256, 10, 3, 1, 1, 1, 1),
-    # every tile of the plane in one vector of columns, over two slabs of the reduction
+    # every tile of the plane in one vector of columns: transposed products
     "winograd-narrow": (1, 264, 136, 7, 3, 1, 1, 1, 1),
     "winograd-narrow-5x5": (2, 20, 130, 5, 3, 1, 1, 1, 1),
     "transposed": (2, 260, 40, 7, 1, 1, 0, 1, 1),

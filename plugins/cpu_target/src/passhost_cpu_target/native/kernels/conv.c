@@ -136,9 +136,6 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
  * on: ResNet-50's 3x3 layers at 7x7 (512 channels) take 0.81x the time of the wide-grid path
  * at one thread, 0.87x at two; with 128 channels it ran 1.17x at two threads.
  */
-#define TNV 2                /* vectors of output channels per tile */
-#define TO (TNV * VW)        /* output channels per tile */
-#define TP_MAX 14            /* positions per tile, at most */
 #define TRANSPOSED_MIN_K 128 /* reductions at least this long */
 
 #define TRANSPOSED_MIN_GATHERED 256 /* output channels, at least, of one gathering columns */
@@ -178,8 +175,7 @@ static inline __attribute__((always_inline)) void transposed_sums(
 
 /* The tile's sums into tile[i * TO + j] (tp rows, 1 <= tp <= TP_MAX), with tp a constant.
  * TP_MAX is the default case, so that every path writes the tile. */
-static void transposed_tile(float *tile, const float *wt, const float *x, i64 ldx, i64 kc,
-                            i64 tp) {
+void transposed_tile(float *tile, const float *wt, const float *x, i64 ldx, i64 kc, i64 tp) {
   vf acc[TP_MAX][TNV];
 #define TP_SUMS(T)                                   \
   transposed_sums(acc, wt, x, ldx, kc, T);           \
@@ -197,7 +193,7 @@ static void transposed_tile(float *tile, const float *wt, const float *x, i64 ld
 
 /* Packs the O x K matrix w into panels of TO rows, transposed (see above); rows past O are
  * zero. */
-static void pack_transposed(float *restrict wt, const float *restrict w, i64 o, i64 k) {
+void pack_transposed(float *restrict wt, const float *restrict w, i64 o, i64 k) {
   for (i64 q = 0; q < (o + TO - 1) / TO; q++)
     for (i64 kk = 0; kk < k; kk++)
       for (i64 j = 0; j < TO; j++)
@@ -642,7 +638,7 @@ i64 ph_conv2d_nchw_scratch(const i64 *g) {
   const conv_geom cv = conv_geometry(g);
   switch (path_of(&cv)) {
   case CONV_WINOGRAD:
-    return cv.c * 4 * wino_geometry(&cv).wg.phase + NR; /* slack: whole-vector reads */
+    return wino_scratch_floats(&cv);
   case CONV_TRANSPOSED:
     return direct_conv(&cv) ? 0 : cv.k * cv.p;
   case CONV_IMPLICIT:
@@ -657,7 +653,7 @@ i64 ph_conv2d_nchw_prepared(const i64 *g) {
   const conv_geom cv = conv_geometry(g);
   switch (path_of(&cv)) {
   case CONV_WINOGRAD:
-    return 16 * cv.panels * MR * cv.c;
+    return 16 * wino_rows(&cv) * cv.c;
   case CONV_TRANSPOSED:
     return (cv.o + TO - 1) / TO * TO * cv.k;
   default:
@@ -684,8 +680,14 @@ int ph_conv2d_nchw_prepare(const float *w, float *prep, const i64 *g) {
   float *u = malloc(sizeof(float) * (size_t)(16 * oc + VW));
   if (!u) return -1;
   for (i64 j = 0; j < oc; j += VW) wino_weights(u + j, oc, w + 9 * j, min64(VW, oc - j));
-  for (i64 xi = 0; xi < 16; xi++)
-    pack_panels(prep + xi * cv.panels * MR * cv.c, u + xi * oc, cv.o, cv.c);
+  const int transposed = wino_geometry(&cv).transposed;
+  for (i64 xi = 0; xi < 16; xi++) {
+    float *dst = prep + xi * wino_rows(&cv) * cv.c;
+    if (transposed)
+      pack_transposed(dst, u + xi * oc, cv.o, cv.c);
+    else
+      pack_panels(dst, u + xi * oc, cv.o, cv.c);
+  }
   free(u);
   return 0;
 }

@@ -45,22 +45,42 @@ static inline int direct_conv(const conv_geom *cv) {
  * output channels, and transforms the products back through the epilogue. From 100 outputs
  * per channel on (a 14x14 plane's 196 takes 2.43 -> 1.6 ms for ResNet-50's 256-channel
  * layers), and on planes whose tiles all fit one vector of columns (8x8 outputs or fewer)
- * for layers of more than one chunk of output channels (MCP * MR), whose products then take
- * VW-column micro-tiles: ResNet-50's 512-channel layers at 7x7 take 2.24 ms against the
- * transposed form's 2.35-2.54 at one thread, 1.06-1.13 against 1.26 at two, 256 channels at
- * 7x7 0.52 against 0.62 and 0.27 against 0.37 (C harness; with 128 channels, one chunk, the
- * second thread has nothing to do). */
+ * for layers of more than one chunk of output channels (MCP * MR). Those few tiles would
+ * fill a fraction of a micro-tile's columns, so their products are taken transposed
+ * (M[xi]^T = V[xi]^T U[xi]^T: transposed_tile, vectors along the output channels, the
+ * weights prepared as panels of TO channels per xi), and V, the same for every chunk of
+ * output channels, is taken once, in a job of its own, into the scratch. ResNet-50's
+ * 512-channel 3x3 layers at 7x7 take 1.53-1.67 ms against the transposed direct form's
+ * 2.35-2.54 at one thread, 0.78-0.85 against 1.26 at two; 256 channels at 7x7 0.46
+ * against 0.62 and 0.26-0.29 against 0.37, at 8x8 0.46 against 0.79 (C harness, best of
+ * 50; with 128 channels, one chunk, the second thread would have nothing to do). */
 #define WINO_MIN_OUTPUTS 100
+
+/* Transposed tiles (conv.c): vectors of output channels per tile, output channels per tile
+ * (TO), positions per tile at most. */
+#define TNV 2
+#define TO (TNV * VW)
+#define TP_MAX 14
 
 typedef struct {
   i64 th, tw, twv, rows, row_groups; /* tiles down and across (padded to twv), rows per task */
   i64 ts;                            /* columns of a tile row in V and M: twv, or tw packed */
-  int narrow;                        /* every task's tiles fit VW columns */
+  int transposed;                    /* products as transposed tiles (small planes) */
   window_geom wg;
 } wino_geom;
 
+/* tile[i * TO + j] = sum over k < kc of x[k * ldx + i] * wt[k * TO + j] for i < tp (at most
+ * TP_MAX), and the O x K matrix w as panels of TO rows transposed for it (conv.c). */
+PH_HIDDEN void transposed_tile(float *tile, const float *wt, const float *x, i64 ldx, i64 kc,
+                               i64 tp);
+PH_HIDDEN void pack_transposed(float *restrict wt, const float *restrict w, i64 o, i64 k);
+
 PH_HIDDEN int use_winograd(const conv_geom *cv);
 PH_HIDDEN wino_geom wino_geometry(const conv_geom *cv);
+/* Rows of each of the 16 prepared weight matrices (output channels, padded to the panels);
+ * floats of the `cols` scratch: the phase planes, and a small plane's V. */
+PH_HIDDEN i64 wino_rows(const conv_geom *cv);
+PH_HIDDEN i64 wino_scratch_floats(const conv_geom *cv);
 PH_HIDDEN void wino_weights(float *u, i64 stride, const float *restrict w, i64 n);
 PH_HIDDEN int conv2d_winograd(const conv_geom *cv, const float *x, const float *u, float *y,
                               const float *bias, const float *res, float *planes, int nt,

@@ -20,7 +20,7 @@ wino_geom wino_geometry(const conv_geom *cv) {
   wn.ts = NR / wn.tw > NR / wn.twv ? wn.tw : wn.twv;
   wn.rows = max64(1, NR / wn.ts);
   wn.row_groups = (wn.th + wn.rows - 1) / wn.rows;
-  wn.narrow = min64(wn.rows, wn.th) * wn.ts <= VW;
+  wn.transposed = min64(wn.rows, wn.th) * wn.ts <= VW;
   wn.wg.h = cv->h;
   wn.wg.w = cv->w;
   wn.wg.sh = wn.wg.sw = 2;
@@ -30,6 +30,16 @@ wino_geom wino_geometry(const conv_geom *cv) {
   wn.wg.wq = wn.tw + 1;
   wn.wg.phase = wn.wg.hq * wn.wg.wq;
   return wn;
+}
+
+i64 wino_scratch_floats(const conv_geom *cv) {
+  const wino_geom wn = wino_geometry(cv);
+  /* slack: whole-vector reads; then a small plane's V */
+  return cv->c * 4 * wn.wg.phase + NR + (wn.transposed ? 16 * cv->c * NR : 0);
+}
+
+i64 wino_rows(const conv_geom *cv) {
+  return wino_geometry(cv).transposed ? (cv->o + TO - 1) / TO * TO : cv->panels * MR;
 }
 
 /* u[xi * stride + j] = (G g G^T)[xi] for the 3x3 kernels g = w[9 j : 9 j + 9], j < VW
@@ -142,6 +152,68 @@ static i64 wino_scratch(const conv_geom *cv, const wino_geom *wn) {
   return 16 * cv->c * NR + 16 * MCP * MR * NR + 8 * wn->twv + 16 * wn->twv;
 }
 
+/* V (16 x C x NR: v[xi * C * NR + ch * NR + column]) for channels [ch0, ch1) and tile rows
+ * [ty0, ty0 + nrows), each tile row's columns at (ty - ty0) * ts; `tin` holds 16 * twv floats
+ * for rows packed at their own width. */
+static void wino_inputs(const wino_job *job, float *v, float *tin, i64 ch0, i64 ch1, i64 ty0,
+                        i64 nrows) {
+  const conv_geom *cv = job->cv;
+  const wino_geom *wn = job->wn;
+  const i64 c = cv->c;
+  for (i64 ch = ch0; ch < ch1; ch++) {
+    const float *plane = job->planes + ch * 4 * wn->wg.phase;
+    for (i64 r = 0; r < nrows; r++) {
+      if (wn->ts == wn->twv) {
+        wino_input_row(v + ch * NR + r * wn->twv, c * NR, plane, wn, ty0 + r);
+        continue;
+      }
+      /* packed rows are narrower than a vector (twv == VW) */
+      wino_input_row(tin, wn->twv, plane, wn, ty0 + r);
+      for (i64 xi = 0; xi < 16; xi++)
+        store_first(v + xi * c * NR + ch * NR + r * wn->ts, *(const vf *)(tin + xi * wn->twv),
+                    wn->ts);
+    }
+  }
+}
+
+/* The V that every task of a small plane's layer reads: after the phase planes in the
+ * scratch (see wino_scratch_floats). */
+static float *wino_shared(const wino_job *job) {
+  return job->planes + job->cv->c * 4 * job->wn->wg.phase + NR;
+}
+
+/* Task t of a small plane's V: a contiguous share of the channels, every tile row. */
+static void wino_shared_inputs(void *arg, i64 t) {
+  const wino_job *job = arg;
+  float tin[16 * VW] __attribute__((aligned(64)));
+  i64 c0, c1;
+  part_range(job->cv->c, job->tasks, t, &c0, &c1);
+  wino_inputs(job, wino_shared(job), tin, c0, c1, 0, job->wn->th);
+}
+
+/* The 16 products of a task's tiles (the first `cols` columns of V, at most VW) for output
+ * channels of micro-panels [q0, q1), as transposed tiles of TO channels (the weights in
+ * transposed panels, wino_rows rows a matrix), each written into M as the output transform
+ * reads it. The tiles are split into near-equal groups of at most TP_MAX. */
+static void wino_products_transposed(const wino_job *job, const float *v, float *m, i64 q0,
+                                     i64 q1, i64 cols) {
+  const conv_geom *cv = job->cv;
+  const i64 c = cv->c, rows = wino_rows(cv), o0 = q0 * MR, o1 = min64(cv->o, q1 * MR);
+  const i64 groups = (cols + TP_MAX - 1) / TP_MAX;
+  float tile[TP_MAX * TO] __attribute__((aligned(64)));
+  for (i64 xi = 0; xi < 16; xi++)
+    for (i64 p = o0 / TO; p * TO < o1; p++)
+      for (i64 g = 0; g < groups; g++) {
+        i64 t0, t1;
+        part_range(cols, groups, g, &t0, &t1);
+        transposed_tile(tile, job->u + (xi * rows + p * TO) * c, v + xi * c * NR + t0, NR, c,
+                        t1 - t0);
+        for (i64 j = max64(0, o0 - p * TO); j < min64(TO, o1 - p * TO); j++)
+          for (i64 i = 0; i < t1 - t0; i++)
+            m[(xi * MCP * MR + p * TO + j - o0) * NR + t0 + i] = tile[i * TO + j];
+      }
+}
+
 /* Item `item` of image b (rows of tiles, chunk of output channels): the tiles' transforms
  * into V, the 16 products into M, and their transforms back through the epilogue. */
 static void wino_item(const wino_job *job, i64 item, float *v) {
@@ -151,34 +223,23 @@ static void wino_item(const wino_job *job, i64 item, float *v) {
   float *y = job->y;
   const i64 c = cv->c, o = cv->o, b = job->b;
   float *m = v + 16 * c * NR, *rows = m + 16 * MCP * MR * NR;
-  float *tin = rows + 8 * wn->twv; /* one tile row's transform, packed rows */
   const i64 ty0 = (item % wn->row_groups) * wn->rows, chunk = item / wn->row_groups;
   const i64 nrows = min64(wn->rows, wn->th - ty0);
   i64 q0, q1;
   part_range(cv->panels, cv->chunks, chunk, &q0, &q1);
-  for (i64 ch = 0; ch < c; ch++) {
-    for (i64 r = 0; r < nrows; r++) {
-      const float *plane = job->planes + ch * 4 * wn->wg.phase;
-      if (wn->ts == wn->twv) {
-        wino_input_row(v + ch * NR + r * wn->twv, c * NR, plane, wn, ty0 + r);
-        continue;
-      }
-      wino_input_row(tin, wn->twv, plane, wn, ty0 + r);
-      for (i64 xi = 0; xi < 16; xi++)
-        memcpy(v + xi * c * NR + ch * NR + r * wn->ts, tin + xi * wn->twv,
-               sizeof(float) * (size_t)wn->ts);
-    }
-  }
-  for (i64 xi = 0; xi < 16; xi++)
-    for (i64 q = q0; q < q1; q++)
-      for (i64 c0 = 0; c0 < c; c0 += KC) {
-        const float *uq = u + ((xi * cv->panels + q) * c + c0) * MR, *vx = v + (xi * c + c0) * NR;
-        float *mq = m + (xi * MCP + q - q0) * MR * NR;
-        if (wn->narrow)
-          micro_tile_narrow(uq, vx, NR, min64(KC, c - c0), mq, c0 > 0);
-        else
-          micro_tile(uq, min64(MR, o - q * MR), vx, NR, min64(KC, c - c0), mq, c0 > 0, NULL);
-      }
+  if (wn->transposed) /* one row group: V was taken once for every chunk (wino_shared_inputs) */
+    v = wino_shared(job);
+  else
+    wino_inputs(job, v, rows + 8 * wn->twv, 0, c, ty0, nrows);
+  if (wn->transposed)
+    wino_products_transposed(job, v, m, q0, q1, nrows * wn->ts);
+  else
+    for (i64 xi = 0; xi < 16; xi++)
+      for (i64 q = q0; q < q1; q++)
+        for (i64 c0 = 0; c0 < c; c0 += KC)
+          micro_tile(u + ((xi * cv->panels + q) * c + c0) * MR, min64(MR, o - q * MR),
+                     v + (xi * c + c0) * NR, NR, min64(KC, c - c0),
+                     m + (xi * MCP + q - q0) * MR * NR, c0 > 0, NULL);
   for (i64 q = q0; q < q1; q++) {
     for (i64 i = 0; i < min64(MR, o - q * MR); i++) {
       const i64 oc = q * MR + i;
@@ -215,7 +276,7 @@ static void wino_products(void *arg, i64 t) {
    * zeroed: the products read them, their results are never stored, and they are not to
    * be values the buffer held before. */
   const i64 used = min64(wn->rows, wn->th - (wn->row_groups - 1) * wn->rows) * wn->ts;
-  for (i64 row = 0; row < 16 * cv->c && used < NR; row++)
+  for (i64 row = 0; row < 16 * cv->c && used < NR && !wn->transposed; row++)
     memset(v + row * NR + used, 0, sizeof(float) * (size_t)(NR - used));
   i64 u0, u1;
   part_range(wn->row_groups * cv->chunks, job->tasks, t, &u0, &u1);
@@ -238,6 +299,10 @@ int conv2d_winograd(const conv_geom *cv, const float *x, const float *u, float *
     job.b = b;
     job.tasks = split_tasks(cv->c, cv->c * 4 * wn.wg.phase * COPY_WORK, nt);
     ph_parallel(job.tasks, nt, wino_planes, &job);
+    if (wn.transposed) {
+      job.tasks = split_tasks(cv->c, cv->c * 16 * wn.th * wn.twv * COPY_WORK, nt);
+      ph_parallel(job.tasks, nt, wino_shared_inputs, &job);
+    }
     job.tasks = split_tasks(items, work, nt);
     ph_parallel(job.tasks, nt, wino_products, &job);
   }
