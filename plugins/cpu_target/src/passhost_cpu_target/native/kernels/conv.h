@@ -1,4 +1,4 @@
-/* What the convolution units (conv.c, winograd.c) share: the geometry of a convolution
+/* What the convolution units (conv.c, implicit.c, winograd.c) share: the geometry of a convolution
  * and the Winograd path's entry points. */
 #ifndef PH_CONV_H
 #define PH_CONV_H
@@ -33,6 +33,14 @@ static inline int direct_conv(const conv_geom *cv) {
   return cv->kh == 1 && cv->kw == 1 && cv->sh == 1 && cv->sw == 1 && cv->pt == 0 &&
          cv->pl == 0 && cv->oh == cv->h && cv->ow == cv->w;
 }
+
+/* The wide-grid path (implicit.c): whether it fits (conv.c's path_of asks it after
+ * Winograd and the transposed form), the floats of its scratch, and the convolution. */
+PH_HIDDEN int use_implicit(const conv_geom *cv);
+PH_HIDDEN i64 implicit_floats(const conv_geom *cv);
+PH_HIDDEN int conv2d_implicit(const conv_geom *cv, const float *x, const float *wp, float *y,
+                              const float *bias, const float *res, float *planes, int nt,
+                              float lo, float hi, int act);
 
 /* ---------------------------------------------------------------------------------------
  * Winograd F(2x2, 3x3) for 3x3, stride-1, undilated, ungrouped convolutions with at least

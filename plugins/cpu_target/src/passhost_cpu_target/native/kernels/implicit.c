@@ -1,0 +1,241 @@
+/* Convolutions on the wide grid of the input's phase planes (see conv.h). */
+#include "conv.h"
+
+/* ---------------------------------------------------------------------------------------
+ * Undilated, ungrouped convolutions with a kernel larger than 1x1 that take neither Winograd
+ * nor the transposed form are computed on the "wide" output grid of the input's zero-padded
+ * phase planes (see phase_planes: one plane at stride 1, four at stride 2): tap (ky, kx) of
+ * wide output p = oy * wq + ox is a plane element at p plus a fixed offset, so every row
+ * k = (c, ky, kx) of the column matrix is a contiguous stretch of the planes, read in place
+ * through a table of row offsets: nothing is packed. Outputs with ox >= OW are computed and
+ * dropped, which costs little where the wide grid rounds up to at most a twentieth more
+ * column blocks than the plane (14x14 at stride 1: 14 x 16 = 224, 7 blocks like 196; the
+ * 112x112 output of a 224x224 stem at stride 2: 396 blocks against 392); elsewhere, and at
+ * larger strides, the packed path runs.
+ */
+static window_geom implicit_geometry(const conv_geom *cv) {
+  const i64 g[12] = {cv->h, cv->w, cv->oh, cv->ow, cv->kh, cv->kw,
+                     cv->sh, cv->sw, cv->dh, cv->dw, cv->pt, cv->pl};
+  return window_geometry(g);
+}
+
+static i64 implicit_blocks(const window_geom *wg) { return (wg->wide + NR - 1) / NR; }
+
+/* Whether the wide grid fits (path_of takes Winograd and the transposed form first). */
+int use_implicit(const conv_geom *cv) {
+  if (cv->groups != 1 || cv->sh != cv->sw || cv->sh > 2 || cv->dh != 1 || cv->dw != 1 ||
+      cv->kh * cv->kw == 1)
+    return 0;
+  const window_geom wg = implicit_geometry(cv);
+  return implicit_blocks(&wg) * 20 <= cv->blocks * 21;
+}
+
+/* Floats of one channel's phase planes. */
+static i64 implicit_channel(const window_geom *wg) { return wg->sh * wg->sw * wg->phase; }
+
+/* Floats of the scratch: C channels of phase planes, then slack for the taps of the last
+ * block's dropped outputs. */
+i64 implicit_floats(const conv_geom *cv) {
+  const window_geom wg = implicit_geometry(cv);
+  return cv->c * implicit_channel(&wg) + implicit_blocks(&wg) * NR + wg.phase;
+}
+
+/* Whether wide block blk is whole and holds no dropped outputs (it lies within one output
+ * row, or the wide grid is the output grid: a 2x2 stride-2 layer's): its tiles then go
+ * through the epilogue straight from the registers. */
+static int implicit_in_row(const conv_geom *cv, const window_geom *wg, i64 blk) {
+  return (wg->wq == cv->ow || blk * NR % wg->wq + NR <= cv->ow) &&
+         (blk + 1) * NR <= wg->wide;
+}
+
+/* Whether the tiles of wide block blk of a layer with (or without) a residual go through
+ * the epilogue in implicit_task: those within one row into the output, the other whole
+ * blocks of a layer without a residual into a staged tile, whose outputs are then copied
+ * out (implicit_scatter). The rest (the partial last block, a residual's blocks across a
+ * row end) are left raw for implicit_store. Staging the blocks across a row end took the
+ * 224x224 stems of MobileNetV2 and EfficientNet-B0 (ReLU6, SiLU: 113 wide columns a row,
+ * a block in four across a row end) from 0.36 to 0.29 ms and 0.51 to 0.42 ms (C harness,
+ * one thread), ResNet-50's 7x7 stem from 2.37 to 2.2 ms. */
+static int implicit_finished(const conv_geom *cv, const window_geom *wg, i64 blk,
+                             const float *res) {
+  return implicit_in_row(cv, wg, blk) || (!res && (blk + 1) * NR <= wg->wide);
+}
+
+/* The stretches of wide block blk's positions that are outputs (ox < OW): each one's first
+ * lane in the block, output index oy * OW + ox and length, in order (one stretch of the
+ * output plane together); returns how many. */
+static int implicit_stretches(const conv_geom *cv, const window_geom *wg, i64 blk,
+                              i64 lane[NR], i64 at[NR], i64 len[NR]) {
+  int count = 0;
+  for (i64 p = blk * NR; p < min64((blk + 1) * NR, wg->wide);) {
+    const i64 oy = p / wg->wq, ox = p % wg->wq;
+    if (ox >= cv->ow) {
+      p += wg->wq - ox;
+      continue;
+    }
+    const i64 n = min64(cv->ow - ox, (blk + 1) * NR - p);
+    lane[count] = p - blk * NR;
+    at[count] = oy * cv->ow + ox;
+    len[count++] = n;
+    p += n;
+  }
+  return count;
+}
+
+/* The outputs of a staged tile (rows of NR lanes, the epilogue applied) of wide block blk,
+ * output channels from m0 on, into image b's output. */
+static void implicit_scatter(const conv_geom *cv, const window_geom *wg, const float *stage,
+                             i64 rows, float *y, i64 b, i64 m0, i64 blk) {
+  i64 lane[NR], at[NR], len[NR];
+  const int count = implicit_stretches(cv, wg, blk, lane, at, len);
+  for (i64 i = 0; i < rows; i++) {
+    float *row = y + (b * cv->o + m0 + i) * cv->p;
+    for (int s = 0; s < count; s++)
+      memcpy(row + at[s], stage + i * NR + lane[s], (size_t)len[s] * sizeof(float));
+  }
+}
+
+/* Sums of micro-panels [q0, q1) x wide blocks [blk0, blk1) of image b: through proto's
+ * epilogue into the output or a staged tile for the blocks implicit_finished takes, else
+ * raw into cb. Row k of the column matrix starts at planes + boff[k]. */
+static void implicit_task(const conv_geom *cv, const window_geom *wg, const float *planes,
+                          const i64 *boff, const float *wp, float *cb, i64 q0, i64 q1,
+                          i64 blk0, i64 blk1, const tile_out *proto, i64 b) {
+  float stage[MR * NR] __attribute__((aligned(64)));
+  for (i64 k0 = 0; k0 < cv->k; k0 += KC) {
+    const i64 kc = min64(KC, cv->k - k0);
+    for (i64 blk = blk0; blk < blk1; blk++) {
+      const int last = k0 + kc == cv->k;
+      const int direct = last && implicit_in_row(cv, wg, blk);
+      const int staged = last && !direct && implicit_finished(cv, wg, blk, proto->res);
+      const i64 at = blk * NR / wg->wq * cv->ow + blk * NR % wg->wq;
+      for (i64 q = q0; q < q1; q++) {
+        const i64 rows = min64(MR, cv->o - q * MR);
+        tile_out out = *proto;
+        out.m0 = q * MR;
+        if (staged) {
+          out.y = stage;
+          out.ldy = NR;
+        } else {
+          out.y += (b * cv->o + out.m0) * cv->p + at;
+          if (out.res) out.res += (b * cv->o + out.m0) * cv->p + at;
+        }
+        micro_core(wp + (q * cv->k + k0) * MR, rows, planes + blk * NR, 0, boff + k0, kc,
+                   cb + ((blk - blk0) * MCP + q - q0) * MR * NR, k0 > 0,
+                   direct || staged ? &out : NULL, NV);
+        if (staged) implicit_scatter(cv, wg, stage, rows, proto->y, b, q * MR, blk);
+      }
+    }
+  }
+}
+
+/* The raw tiles of a task (the blocks implicit_finished leaves) through the epilogue into
+ * image b's output, wide outputs with ox >= OW dropped. */
+static void implicit_store(const conv_geom *cv, const window_geom *wg, const float *cb,
+                           float *y, const float *bias, const float *res, i64 b, i64 q0,
+                           i64 q1, i64 blk0, i64 blk1, float lo, float hi, int act) {
+  i64 lane[NR], at[NR], len[NR];
+  for (i64 blk = blk0; blk < blk1; blk++) {
+    if (implicit_finished(cv, wg, blk, res)) continue;
+    const int count = implicit_stretches(cv, wg, blk, lane, at, len);
+    i64 kept = 0; /* the block's outputs: one stretch of each output plane */
+    for (int s = 0; s < count; s++) kept += len[s];
+    for (i64 q = q0; q < q1; q++) {
+      const float *tile = cb + ((blk - blk0) * MCP + q - q0) * MR * NR;
+      const i64 rows = min64(MR, cv->o - q * MR);
+      for (i64 i = 0; i < rows; i++) {
+        const i64 m = q * MR + i, plane = (b * cv->o + m) * cv->p;
+        for (int s = 0; s < count; s++)
+          epilogue(y + plane + at[s], tile + i * NR + lane[s], len[s], bias ? bias + m : NULL,
+                   0, res ? res + plane + at[s] : NULL, lo, hi);
+      }
+      if (act && kept)
+        activate(y + (b * cv->o + q * MR) * cv->p + at[0], rows, cv->p, kept, act);
+    }
+  }
+}
+
+typedef struct {
+  const conv_geom *cv;
+  const window_geom *wg;
+  const float *x, *wp, *bias, *res;
+  float *y, *planes;
+  const i64 *boff;
+  const tile_out *proto;
+  i64 b, blocks, spans, tasks; /* the image; wide blocks, spans of them; the job's tasks */
+  float lo, hi;
+  int act;
+  _Atomic int failed;
+} implicit_job;
+
+/* Task t of image b's phase planes: a contiguous share of the channels, the last task also
+ * zeroing the slack past the last channel. */
+static void implicit_planes(void *arg, i64 t) {
+  const implicit_job *job = arg;
+  const conv_geom *cv = job->cv;
+  const i64 channel = implicit_channel(job->wg);
+  i64 c0, c1;
+  part_range(cv->c + 1, job->tasks, t, &c0, &c1);
+  for (i64 c = c0; c < c1; c++) {
+    if (c == cv->c) /* the slack past the last channel */
+      memset(job->planes + c * channel, 0,
+             (size_t)(implicit_floats(cv) - c * channel) * sizeof(float));
+    else
+      phase_planes(job->planes + c * channel, job->x + (job->b * cv->c + c) * cv->h * cv->w,
+                   job->wg, 0.0f);
+  }
+}
+
+/* Task t of image b's products: a contiguous share of its items (chunk of output channels,
+ * span of wide blocks), in the thread's own buffer of raw tiles. */
+static void implicit_products(void *arg, i64 t) {
+  implicit_job *job = arg;
+  const conv_geom *cv = job->cv;
+  float *cb = thread_scratch(NB * MCP * MR * NR);
+  if (!cb) {
+    atomic_store(&job->failed, 1);
+    return;
+  }
+  i64 u0, u1;
+  part_range(cv->chunks * job->spans, job->tasks, t, &u0, &u1);
+  for (i64 u = u0; u < u1; u++) {
+    i64 blk0, blk1, q0, q1;
+    part_range(job->blocks, job->spans, u % job->spans, &blk0, &blk1);
+    part_range(cv->panels, cv->chunks, u / job->spans, &q0, &q1);
+    implicit_task(cv, job->wg, job->planes, job->boff, job->wp, cb, q0, q1, blk0, blk1,
+                  job->proto, job->b);
+    implicit_store(cv, job->wg, cb, job->y, job->bias, job->res, job->b, q0, q1, blk0, blk1,
+                   job->lo, job->hi, job->act);
+  }
+}
+
+/* `planes`: implicit_floats floats; `wp`: the weights in panels (pack_panels). Per image,
+ * one job copies the phase planes, the next one takes the products. */
+int conv2d_implicit(const conv_geom *cv, const float *x, const float *wp, float *y,
+                           const float *bias, const float *res, float *planes, int nt,
+                           float lo, float hi, int act) {
+  const window_geom wg = implicit_geometry(cv);
+  const i64 blocks = implicit_blocks(&wg), channel = implicit_channel(&wg);
+  const i64 spans = min64(blocks, ((blocks + NB - 1) / NB + nt - 1) / nt * nt);
+  const i64 items = cv->chunks * spans, taps = cv->kh * cv->kw;
+  const i64 work = cv->o * blocks * NR * cv->k;
+  const tile_out proto = {.y = y, .res = res, .bias = bias, .ldy = cv->p, .lo = lo, .hi = hi,
+                          .act = act};
+  i64 *boff = malloc(sizeof(i64) * (size_t)(cv->k + taps));
+  if (!boff) return -1;
+  tap_offsets(boff + cv->k, &wg);
+  for (i64 k = 0; k < cv->k; k++) boff[k] = k / taps * channel + boff[cv->k + k % taps];
+  implicit_job job = {.cv = cv, .wg = &wg, .x = x, .wp = wp, .bias = bias, .res = res, .y = y,
+                      .planes = planes, .boff = boff, .proto = &proto, .blocks = blocks,
+                      .spans = spans, .lo = lo, .hi = hi, .act = act};
+  atomic_init(&job.failed, 0);
+  for (i64 b = 0; b < cv->n && !atomic_load(&job.failed); b++) {
+    job.b = b;
+    job.tasks = split_tasks(cv->c + 1, implicit_floats(cv) * COPY_WORK, nt);
+    ph_parallel(job.tasks, nt, implicit_planes, &job);
+    job.tasks = split_tasks(items, work, nt);
+    ph_parallel(job.tasks, nt, implicit_products, &job);
+  }
+  free(boff);
+  return atomic_load(&job.failed) ? -1 : 0;
+}
