@@ -13,9 +13,10 @@ import pytest
 
 from passhost_cpu_target.native.build import EXTRA_FLAGS_VAR, find_compiler
 
-#: Small zoo models covering dense layers, convolutions (depthwise included), pools,
+#: Small zoo models covering dense layers, convolutions (depthwise included; ResNet-18's
+#: 7x7 stem on the wide grid and its 512-channel layers by Winograd on 7x7 planes), pools,
 #: matrix products and compiled loops (softmax, layer norm, GELU).
-MODELS = ("mlp", "transformer", "mobilenet-v2")
+MODELS = ("mlp", "transformer", "mobilenet-v2", "resnet18")
 
 SCRIPT = """
 import sys
