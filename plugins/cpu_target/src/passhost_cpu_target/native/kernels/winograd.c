@@ -227,19 +227,17 @@ static void wino_item(const wino_job *job, i64 item, float *v) {
   const i64 nrows = min64(wn->rows, wn->th - ty0);
   i64 q0, q1;
   part_range(cv->panels, cv->chunks, chunk, &q0, &q1);
-  if (wn->transposed) /* one row group: V was taken once for every chunk (wino_shared_inputs) */
-    v = wino_shared(job);
-  else
+  if (wn->transposed) { /* one row group (th <= rows): V was taken once, for every chunk */
+    wino_products_transposed(job, wino_shared(job), m, q0, q1, nrows * wn->ts);
+  } else {
     wino_inputs(job, v, rows + 8 * wn->twv, 0, c, ty0, nrows);
-  if (wn->transposed)
-    wino_products_transposed(job, v, m, q0, q1, nrows * wn->ts);
-  else
     for (i64 xi = 0; xi < 16; xi++)
       for (i64 q = q0; q < q1; q++)
         for (i64 c0 = 0; c0 < c; c0 += KC)
           micro_tile(u + ((xi * cv->panels + q) * c + c0) * MR, min64(MR, o - q * MR),
                      v + (xi * c + c0) * NR, NR, min64(KC, c - c0),
                      m + (xi * MCP + q - q0) * MR * NR, c0 > 0, NULL);
+  }
   for (i64 q = q0; q < q1; q++) {
     for (i64 i = 0; i < min64(MR, o - q * MR); i++) {
       const i64 oc = q * MR + i;
@@ -272,12 +270,15 @@ static void wino_products(void *arg, i64 t) {
   }
   const conv_geom *cv = job->cv;
   const wino_geom *wn = job->wn;
-  /* The columns of V past the tiles of the item with the fewest rows (the last ones) are
-   * zeroed: the products read them, their results are never stored, and they are not to
-   * be values the buffer held before. */
+  /* The columns past the tiles of the item with the fewest rows (the last ones) are zeroed,
+   * of V (the products read them) or, for transposed products, which write only the
+   * tiles' columns, of M (the output transform reads whole vectors): their results are
+   * never stored, and they are not to be values the buffer held before. */
   const i64 used = min64(wn->rows, wn->th - (wn->row_groups - 1) * wn->rows) * wn->ts;
-  for (i64 row = 0; row < 16 * cv->c && used < NR && !wn->transposed; row++)
-    memset(v + row * NR + used, 0, sizeof(float) * (size_t)(NR - used));
+  float *zeroed = wn->transposed ? v + 16 * cv->c * NR : v;
+  const i64 zeroed_rows = wn->transposed ? 16 * MCP * MR : 16 * cv->c;
+  for (i64 row = 0; row < zeroed_rows && used < NR; row++)
+    memset(zeroed + row * NR + used, 0, sizeof(float) * (size_t)(NR - used));
   i64 u0, u1;
   part_range(wn->row_groups * cv->chunks, job->tasks, t, &u0, &u1);
   for (i64 item = u0; item < u1; item++) wino_item(job, item, v);
