@@ -133,8 +133,10 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
  * nothing; each tile is transposed back through the epilogue, which is what the long
  * reduction pays for. (At 14x14, where blocks waste an eighth, the transposed form ran
  * slower inside MobileNetV2 at 2 threads.) Gathering columns pays from 256 output channels
- * on: ResNet-50's 3x3 layers at 7x7 (512 channels) take 0.81x the time of the wide-grid path
- * at one thread, 0.87x at two; with 128 channels it ran 1.17x at two threads.
+ * on: ResNet-50's 3x3 layers at 7x7 (512 channels) took 0.81x the time of the wide-grid path
+ * at one thread, 0.87x at two; with 128 channels it ran 1.17x at two threads. (Those 3x3
+ * layers of more than 128 channels now take Winograd, whose products on such small planes
+ * use this path's tile kernel: see conv.h.)
  */
 #define TRANSPOSED_MIN_K 128 /* reductions at least this long */
 
@@ -442,8 +444,9 @@ int ph_conv2d_nchw_prepare(const float *w, float *prep, const i64 *g) {
   if (!u) return -1;
   for (i64 j = 0; j < oc; j += VW) wino_weights(u + j, oc, w + 9 * j, min64(VW, oc - j));
   const int transposed = wino_geometry(&cv).transposed;
+  const i64 rows = wino_rows(&cv);
   for (i64 xi = 0; xi < 16; xi++) {
-    float *dst = prep + xi * wino_rows(&cv) * cv.c;
+    float *dst = prep + xi * rows * cv.c;
     if (transposed)
       pack_transposed(dst, u + xi * oc, cv.o, cv.c);
     else
