@@ -84,10 +84,13 @@ static void pack_panels(float *restrict ap, const float *restrict w, i64 m, i64 
 }
 
 /* One task of image b, group grp (whose weights wg are packed into panels, pack_panels):
- * output channels of micro-panels [q0, q1), column blocks [blk0, blk1). Full blocks go through the epilogue into `proto`'s output straight from the
- * registers; a partial last block is left raw in cb (tile (blk - blk0, q - q0)). Columns come
- * from `cols` (packed, blk-major K x NR each), straight from the data (1x1 convolutions), or
- * are packed into bp. */
+ * output channels of micro-panels [q0, q1), column blocks [blk0, blk1). Full blocks go
+ * through the epilogue into `proto`'s output straight from the registers; a partial last
+ * block is left raw in cb (tile (blk - blk0, q - q0)). Columns come from `cols` (packed,
+ * blk-major K x NR each), straight from the data (1x1 convolutions), or are packed into bp.
+ * Read straight from the data, a block's rows are KC streams a plane apart, more than the
+ * hardware prefetcher follows: the first micro-panel's sums fetch the next full block's
+ * (ResNet-50 3% faster, its 1x1 layers at 56x56 with the data out of cache 1.27 -> 0.89 ms). */
 static void conv_task(const conv_geom *cv, const float *xg, const float *wg, const float *cols,
                       float *bp, float *cb, i64 q0, i64 q1, i64 blk0, i64 blk1,
                       const tile_out *proto, i64 b, i64 grp) {
@@ -106,6 +109,7 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
       } else {
         pack_cols(bp, NR, xg, cv, k0, kc, p0, width);
       }
+      const float *next = direct && !cols && p0 + 2 * NR <= cv->p ? panel + NR : NULL;
       for (i64 q = q0; q < q1; q++) {
         tile_out out = *proto;
         out.m0 = grp * cv->og + q * MR;
@@ -116,7 +120,8 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
           micro_tile_narrow(wg + (q * cv->k + k0) * MR, panel, ldb, kc, raw, k0 > 0);
         else
           micro_tile(wg + (q * cv->k + k0) * MR, min64(MR, cv->og - q * MR), panel, ldb, kc,
-                     raw, k0 > 0, k0 + kc == cv->k && width == NR ? &out : NULL);
+                     raw, k0 > 0, k0 + kc == cv->k && width == NR ? &out : NULL,
+                     q == q0 ? next : NULL);
       }
     }
   }
@@ -159,13 +164,15 @@ static i64 transposed_rows(i64 p) {
   return best;
 }
 
-/* acc[i][v] = sum over k < kc of x[k * ldx + i] * wt[k * TO + v * VW], for i < tp. */
+/* acc[i][v] = sum over k < kc of x[k * ldx + i] * wt[k * TO + v * VW], for i < tp, fetching
+ * the `lines` cache lines from `next` (or none) into L2 spread over the reduction. */
 static inline __attribute__((always_inline)) void transposed_sums(
     vf acc[TP_MAX][TNV], const float *restrict wt, const float *restrict x, i64 ldx, i64 kc,
-    const int tp) {
+    const int tp, const float *next, i64 lines) {
   for (int i = 0; i < tp; i++)
     for (int v = 0; v < TNV; v++) acc[i][v] = (vf){0};
   for (i64 k = 0; k < kc; k++) {
+    if (next) __builtin_prefetch(next + k * lines / kc * (64 / (i64)sizeof(float)), 0, 2);
     vf wk[TNV];
     for (int v = 0; v < TNV; v++) wk[v] = *(const vf *)(wt + k * TO + v * VW);
     for (int i = 0; i < tp; i++) {
@@ -177,10 +184,12 @@ static inline __attribute__((always_inline)) void transposed_sums(
 
 /* The tile's sums into tile[i * TO + j] (tp rows, 1 <= tp <= TP_MAX), with tp a constant.
  * TP_MAX is the default case, so that every path writes the tile. */
-void transposed_tile(float *tile, const float *wt, const float *x, i64 ldx, i64 kc, i64 tp) {
+void transposed_tile(float *tile, const float *wt, const float *x, i64 ldx, i64 kc, i64 tp,
+                     const float *next, i64 next_floats) {
+  const i64 lines = (next_floats * (i64)sizeof(float) + 63) / 64;
   vf acc[TP_MAX][TNV];
 #define TP_SUMS(T)                                   \
-  transposed_sums(acc, wt, x, ldx, kc, T);           \
+  transposed_sums(acc, wt, x, ldx, kc, T, next, lines); \
   for (int i = 0; i < T; i++)                        \
     for (int v = 0; v < TNV; v++) *(vf *)(tile + i * TO + v * VW) = acc[i][v];
 #define TP_CASE(T) case T: TP_SUMS(T) break;
@@ -235,7 +244,10 @@ static void transposed_output(const transposed_job *job, i64 b, i64 tile, const 
   float staged[TO * VW] __attribute__((aligned(64)));
   const i64 q = tile / job->groups, p0 = tile % job->groups * job->tp;
   const i64 rows = min64(job->tp, cv->p - p0), channels = min64(TO, cv->o - q * TO);
-  transposed_tile(out_tile, job->wt + q * cv->k * TO, xb + p0, cv->p, cv->k, rows);
+  const i64 slice = cv->k * TO / job->groups; /* of the next panel, for this tile to fetch */
+  const float *next = (q + 1) * TO < cv->o ? job->wt + ((q + 1) * TO * cv->k) +
+                                                 tile % job->groups * slice : NULL;
+  transposed_tile(out_tile, job->wt + q * cv->k * TO, xb + p0, cv->p, cv->k, rows, next, slice);
   for (i64 i0 = 0; i0 < rows; i0 += VW) {
     const i64 n = min64(VW, rows - i0);
     for (int v = 0; v < TNV; v++) {

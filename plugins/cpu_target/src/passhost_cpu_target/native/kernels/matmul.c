@@ -296,7 +296,7 @@ static void mm_task(const mm_geom *mg, const float *a, const float *bp, float *y
             micro_tile_narrow(ap + (q - q0) * mg->k * MR + k0 * MR, panel, NR, kc, raw, k0 > 0);
           else
             micro_tile(ap + (q - q0) * mg->k * MR + k0 * MR, min64(MR, mg->m - r0), panel, NR,
-                       kc, raw, k0 > 0, last && mg->n - n0 >= NR ? &out : NULL);
+                       kc, raw, k0 > 0, last && mg->n - n0 >= NR ? &out : NULL, NULL);
         }
       }
     }

@@ -201,17 +201,23 @@ static void wino_products_transposed(const wino_job *job, const float *v, float 
   const i64 c = cv->c, rows = wino_rows(cv), o0 = q0 * MR, o1 = min64(cv->o, q1 * MR);
   const i64 groups = (cols + TP_MAX - 1) / TP_MAX;
   float tile[TP_MAX * TO] __attribute__((aligned(64)));
+  const i64 slice = TO * c / groups; /* of the next panel, for each group to fetch */
   for (i64 xi = 0; xi < 16; xi++)
-    for (i64 p = o0 / TO; p * TO < o1; p++)
+    for (i64 p = o0 / TO; p * TO < o1; p++) {
+      const float *panel = job->u + (xi * rows + p * TO) * c;
+      const float *next = (p + 1) * TO < o1 ? panel + TO * c
+                          : xi < 15         ? job->u + ((xi + 1) * rows + o0 / TO * TO) * c
+                                            : NULL;
       for (i64 g = 0; g < groups; g++) {
         i64 t0, t1;
         part_range(cols, groups, g, &t0, &t1);
-        transposed_tile(tile, job->u + (xi * rows + p * TO) * c, v + xi * c * NR + t0, NR, c,
-                        t1 - t0);
+        transposed_tile(tile, panel, v + xi * c * NR + t0, NR, c, t1 - t0,
+                        next ? next + g * slice : NULL, slice);
         for (i64 j = max64(0, o0 - p * TO); j < min64(TO, o1 - p * TO); j++)
           for (i64 i = 0; i < t1 - t0; i++)
             m[(xi * MCP * MR + p * TO + j - o0) * NR + t0 + i] = tile[i * TO + j];
       }
+    }
 }
 
 /* Item `item` of image b (rows of tiles, chunk of output channels): the tiles' transforms
@@ -236,7 +242,7 @@ static void wino_item(const wino_job *job, i64 item, float *v) {
         for (i64 c0 = 0; c0 < c; c0 += KC)
           micro_tile(u + ((xi * cv->panels + q) * c + c0) * MR, min64(MR, o - q * MR),
                      v + (xi * c + c0) * NR, NR, min64(KC, c - c0),
-                     m + (xi * MCP + q - q0) * MR * NR, c0 > 0, NULL);
+                     m + (xi * MCP + q - q0) * MR * NR, c0 > 0, NULL, NULL);
   }
   for (i64 q = q0; q < q1; q++) {
     for (i64 i = 0; i < min64(MR, o - q * MR); i++) {
