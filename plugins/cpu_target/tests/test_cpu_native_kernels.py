@@ -3,7 +3,8 @@ interpreter kernels): NCHW convolution over groups, strides, padding, dilation a
 layouts, including the Winograd path of 3x3 stride-1 convolutions with large outputs;
 depthwise convolution in NCHW and NHWC (large and small planes); NCHW max pooling; dense
 layers; all at 1, 2 and all threads. The epilogue activations round as the compiled loops'
-``sigmoid`` and ``nn.silu`` do, bit for bit."""
+``sigmoid`` and ``nn.silu`` do, bit for bit, but where the sigmoid is subnormal: the
+kernels flush it to zero."""
 
 from __future__ import annotations
 
@@ -228,9 +229,12 @@ def _loops(activation, x):
 
 def _wide(shape):
     """Finite float32 values of every magnitude, both signs: the activations' whole range,
-    where the sigmoid under- and overflows included."""
+    where the sigmoid under- and overflows included (the first three where it is
+    subnormal)."""
     magnitude = 10.0 ** RNG.uniform(-6, 2.3, shape)
-    return (magnitude * RNG.choice([-1.0, 1.0], shape)).astype("float32")
+    values = (magnitude * RNG.choice([-1.0, 1.0], shape)).astype("float32")
+    values.reshape(-1)[:3] = [-88.0, -95.5, -101.0]
+    return values
 
 
 def _identity(n):
@@ -242,7 +246,8 @@ def _identity(n):
                                   "depthwise-small", "dense", "matmul"])
 def test_activations_round_as_the_compiled_loops(case, activation):
     """Producers whose sums are their input exactly (identity weights), so that the
-    activation alone makes the output."""
+    activation alone makes the output. The kernels flush a subnormal sigmoid (below
+    -87.34) to zero, and their SiLU is then zero too; the loops keep it."""
     producer, attrs, x, weight = {
         "conv-tiles": ("nn.conv2d", {}, _wide((1, 24, 9, 9)), _identity(24)[:, :, None, None]),
         "conv-transposed": ("nn.conv2d", {}, _wide((1, 256, 7, 7)),
@@ -256,4 +261,7 @@ def test_activations_round_as_the_compiled_loops(case, activation):
     }[case]
     got, _, source = _fused(producer, attrs, [x, weight], [], 1, activation)
     assert uses_native_kernel(source) and uses_fast_kernel(source)
-    np.testing.assert_array_equal(got, _loops(activation, x))
+    sigmoid = _loops("sigmoid", x)
+    flushed = (sigmoid != 0) & (sigmoid < np.finfo(np.float32).tiny)
+    assert flushed.any()  # the inputs reach the flushed range
+    np.testing.assert_array_equal(got, np.where(flushed, np.float32(0), _loops(activation, x)))

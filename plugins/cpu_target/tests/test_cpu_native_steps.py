@@ -157,3 +157,39 @@ def test_an_activation_after_a_kernel_runs_in_its_one_native_step(model):
     x = _data(*mod["main"].params[0].checked_type.shape) * 4
     np.testing.assert_allclose(executor(x)[0], evaluate(mod, x=x, **params), rtol=1e-5,
                                atol=1e-5)
+
+
+SUBNORMAL = np.float32(1e-40)  # below float32's smallest normal number, 1.18e-38
+
+
+def _subnormal_is_kept() -> bool:
+    """Whether this thread's float arithmetic keeps a subnormal result (it is not flushed)."""
+    return bool(np.float32(1e-38) * np.float32(0.01) != 0)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_kernels_flush_subnormals_and_loops_keep_them(threads):
+    """A subnormal operand costs an instruction a microcode assist of a hundred cycles or
+    more, so the native kernels take subnormals as zero (operands and results) on every
+    thread of a job; generated loops keep IEEE arithmetic (a cast or a product keeps its
+    subnormals), and the calling thread's mode is as it was after the run."""
+    x = relay.var("x", shape=(1, 16, 96, 96), dtype="float32")
+    w = relay.var("w", shape=(32, 16, 1, 1), dtype="float32")
+    outputs = relay.Tuple([nn.conv2d(x, w), relay.multiply(x, relay.const(0.5))])
+    mod = IRModule.from_expr(relay.Function([x, w], outputs))
+    with PassContext(opt_level=3):
+        compiled = passhost.build(mod, f"cpu -num-threads={threads}",
+                                  params={"w": np.ones((32, 16, 1, 1), "float32")})
+    executor = compiled.executor()
+    data = np.full((1, 16, 96, 96), SUBNORMAL, "float32")
+    data[0, 0, 0, :4] = [1.0, -2.0, 0.5, 3.0]
+    for _ in range(2):  # the second run after the pool's workers ran a flushing job
+        assert _subnormal_is_kept()
+        summed, halved = executor(data)
+        assert _subnormal_is_kept()
+        # without the flush: 16 subnormals sum to 1.6e-39
+        expected = np.zeros((1, 32, 96, 96), "float32")
+        expected[0, :, 0, :4] = [1.0, -2.0, 0.5, 3.0]
+        np.testing.assert_array_equal(summed, expected)
+        np.testing.assert_array_equal(halved, data * np.float32(0.5))
+        assert np.all(halved[data == SUBNORMAL] == np.float32(5e-41))

@@ -109,7 +109,7 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
       } else {
         pack_cols(bp, NR, xg, cv, k0, kc, p0, width);
       }
-      const float *next = direct && !cols && p0 + 2 * NR <= cv->p ? panel + NR : NULL;
+      const i64 ahead = direct && !cols && p0 + 2 * NR <= cv->p ? NR : 0;
       for (i64 q = q0; q < q1; q++) {
         tile_out out = *proto;
         out.m0 = grp * cv->og + q * MR;
@@ -121,7 +121,7 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
         else
           micro_tile(wg + (q * cv->k + k0) * MR, min64(MR, cv->og - q * MR), panel, ldb, kc,
                      raw, k0 > 0, k0 + kc == cv->k && width == NR ? &out : NULL,
-                     q == q0 ? next : NULL);
+                     q == q0 ? ahead : 0);
       }
     }
   }
@@ -469,8 +469,8 @@ int ph_conv2d_nchw_prepare(const float *w, float *prep, const i64 *g) {
 }
 
 /* Convolution with weights prepared by ph_conv2d_nchw_prepare. */
-int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bias,
-                   const float *res, float *cols, const i64 *g, const float *bounds) {
+static int conv2d_nchw(const float *x, const float *prep, float *y, const float *bias,
+                       const float *res, float *cols, const i64 *g, const float *bounds) {
   conv_geom cv = conv_geometry(g);
   const int nt = num_threads(g[16]);
   const float lo = bounds[0], hi = bounds[1];
@@ -520,4 +520,13 @@ int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bia
   }
   free(ranges);
   return atomic_load(&job.failed) ? -1 : 0;
+}
+
+/* Convolution with weights prepared by ph_conv2d_nchw_prepare, subnormals flushed. */
+int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bias,
+                   const float *res, float *cols, const i64 *g, const float *bounds) {
+  const fp_mode mode = flush_subnormals();
+  const int status = conv2d_nchw(x, prep, y, bias, res, cols, g, bounds);
+  set_fp_mode(mode);
+  return status;
 }

@@ -122,7 +122,7 @@ static void implicit_task(const conv_geom *cv, const window_geom *wg, const floa
         }
         micro_core(wp + (q * cv->k + k0) * MR, rows, planes + blk * NR, 0, boff + k0, kc,
                    cb + ((blk - blk0) * MCP + q - q0) * MR * NR, k0 > 0,
-                   direct || staged ? &out : NULL, NULL, NV);
+                   direct || staged ? &out : NULL, 0, NV);
         if (staged) implicit_scatter(cv, wg, stage, rows, proto->y, b, q * MR, blk);
       }
     }

@@ -21,6 +21,9 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +66,51 @@ static inline int num_threads(i64 requested) {
   (void)requested;
   return 1;
 #endif
+}
+
+/* A thread's floating-point control mode (x86's MXCSR, AArch64's FPCR). The pool runs a
+ * job's tasks on every thread in the mode of the thread that called it (ph_parallel). */
+typedef uint64_t fp_mode;
+
+static inline fp_mode current_fp_mode(void) {
+#if defined(__SSE__)
+  return _mm_getcsr();
+#elif defined(__aarch64__)
+  uint64_t mode;
+  __asm__ volatile("mrs %0, fpcr" : "=r"(mode));
+  return mode;
+#else
+  return 0;
+#endif
+}
+
+static inline void set_fp_mode(fp_mode mode) {
+#if defined(__SSE__)
+  _mm_setcsr((unsigned int)mode);
+#elif defined(__aarch64__)
+  __asm__ volatile("msr fpcr, %0" : : "r"(mode));
+#else
+  (void)mode;
+#endif
+}
+
+/* The kernels' float products run with subnormals flushed to zero, as operands and as
+ * results (FTZ and DAZ on x86, FZ on AArch64), as TensorFlow's threads do: every subnormal
+ * operand or result costs a microcode assist of a hundred cycles or more. EfficientNet-B0's
+ * SiLU leaves a few thousand activations below FLT_MIN (1.2e-38) in its last stage, where a
+ * 1x1 convolution then took 1.7 ms instead of 0.3 (a tenth of its inputs subnormal: 25
+ * times slower). Each float entry point (convolutions, dense, matmul) sets it and restores
+ * the caller's mode on return; generated loops keep the caller's (IEEE) mode, so that
+ * conversions and elementwise operators keep subnormals exactly. Returns the mode to
+ * restore. */
+static inline fp_mode flush_subnormals(void) {
+  const fp_mode mode = current_fp_mode();
+#if defined(__SSE__)
+  set_fp_mode(mode | 0x8040u); /* FTZ (bit 15) and DAZ (bit 6) */
+#elif defined(__aarch64__)
+  set_fp_mode(mode | (1u << 24)); /* FZ */
+#endif
+  return mode;
 }
 
 static inline i64 min64(i64 a, i64 b) { return a < b ? a : b; }
@@ -255,12 +303,11 @@ static inline vf vclamp(vf v, vf lo, vf hi) {
  * a is a packed panel of MR rows: a[k * MR + i] is row i, column k, and row k of b starts at
  * b + k * ldb, or at b + boff[k] when boff is given. The result goes raw into c, or, when
  * `out` is set (whole tiles: nv = NV), through the epilogue into out->y (only the first
- * `rows` rows). With `next_b`, the rows of the next block of b (next_b + k * ldb, NR
- * columns) are fetched into L2 as the sums are taken. Inlined with constant nv. */
+ * `rows` rows). With `ahead` > 0, NR floats of each row of b `ahead` floats on (the next
+ * block's) are fetched into L2 as the sums are taken. Inlined with constant nv. */
 static inline __attribute__((always_inline)) void micro_core(
     const float *restrict a, i64 rows, const float *restrict b, i64 ldb, const i64 *boff,
-    i64 kc, float *restrict c, int accumulate, const tile_out *out, const float *next_b,
-    const int nv) {
+    i64 kc, float *restrict c, int accumulate, const tile_out *out, i64 ahead, const int nv) {
   if (out) /* the next column block's output lines, fetched for writing while the sums are
              * taken: a large output's stores otherwise wait on its lines coming in (2% of
              * MobileNetV2, EfficientNet-B0, ResNet-50 and ConvNeXt-T; a prefetch past the
@@ -278,11 +325,11 @@ static inline __attribute__((always_inline)) void micro_core(
       acc[i][v] = accumulate ? *(const vf *)(c + i * NR + v * VW) : (vf){0};
   for (i64 k = 0; k < kc; k++) {
     __builtin_prefetch(a + k * MR + A_AHEAD, 0, 3);
-    if (next_b)
-      for (int v = 0; v < NR; v += 64 / (int)sizeof(float))
-        __builtin_prefetch(next_b + k * ldb + v, 0, 2);
-    vf bk[NV];
     const float *bk0 = boff ? b + boff[k] : b + k * ldb;
+    if (ahead > 0)
+      for (int v = 0; v < NR; v += 64 / (int)sizeof(float))
+        __builtin_prefetch(bk0 + ahead + v, 0, 2);
+    vf bk[NV];
     for (int v = 0; v < nv; v++) bk[v] = *(const vf *)(bk0 + v * VW);
     for (int i = 0; i < MR; i++) {
       const float s = a[k * MR + i];
@@ -322,15 +369,15 @@ static inline __attribute__((always_inline)) void micro_core(
 
 static inline void micro_tile(const float *restrict a, i64 rows, const float *restrict b, i64 ldb,
                        i64 kc, float *restrict c, int accumulate, const tile_out *out,
-                       const float *next_b) {
-  micro_core(a, rows, b, ldb, NULL, kc, c, accumulate, out, next_b, NV);
+                       i64 ahead) {
+  micro_core(a, rows, b, ldb, NULL, kc, c, accumulate, out, ahead, NV);
 }
 
 /* micro_tile's raw sums of the first VW columns only, for a last block of at most VW columns
  * (at 14x14, 196 = 6 x 32 + 4 columns: half the work of a whole block for the last one). */
 static inline void micro_tile_narrow(const float *restrict a, const float *restrict b, i64 ldb,
                                      i64 kc, float *restrict c, int accumulate) {
-  micro_core(a, MR, b, ldb, NULL, kc, c, accumulate, NULL, NULL, 1);
+  micro_core(a, MR, b, ldb, NULL, kc, c, accumulate, NULL, 0, 1);
 }
 
 /* Transposes the VW x VW block of rows r in place (r[i][k] becomes r[k][i]): log2(VW)

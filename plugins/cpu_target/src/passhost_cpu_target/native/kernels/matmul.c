@@ -125,8 +125,10 @@ static void dense_groups(void *arg, i64 t) {
   }
 }
 
-void ph_dense(const float *x, const float *w, const float *wp, float *y, const float *bias,
-              const i64 *g, const float *bounds) {
+/* The dense layer y = act(clamp(x . w^T + bias, lo, hi)) (see above); w packed in wp when
+ * wp is given. */
+static void dense(const float *x, const float *w, const float *wp, float *y, const float *bias,
+                  const i64 *g, const float *bounds) {
   const i64 m = g[0], k = g[1], u = g[2];
   const float lo = bounds[0], hi = bounds[1];
   const int act = activation_of(bounds);
@@ -296,7 +298,7 @@ static void mm_task(const mm_geom *mg, const float *a, const float *bp, float *y
             micro_tile_narrow(ap + (q - q0) * mg->k * MR + k0 * MR, panel, NR, kc, raw, k0 > 0);
           else
             micro_tile(ap + (q - q0) * mg->k * MR + k0 * MR, min64(MR, mg->m - r0), panel, NR,
-                       kc, raw, k0 > 0, last && mg->n - n0 >= NR ? &out : NULL, NULL);
+                       kc, raw, k0 > 0, last && mg->n - n0 >= NR ? &out : NULL, 0);
         }
       }
     }
@@ -352,9 +354,10 @@ static void mm_products(void *arg, i64 t) {
   }
 }
 
-int ph_matmul(const float *a, const float *b, float *bp, float *y, const float *bias,
-              const float *scale, const float *res, const float *gate, const i64 *g,
-              const float *bounds) {
+/* The matrix product of geometry g through its epilogue (see above). */
+static int matmul(const float *a, const float *b, float *bp, float *y, const float *bias,
+                  const float *scale, const float *res, const float *gate, const i64 *g,
+                  const float *bounds) {
   mm_geom mg = mm_geometry(g);
   const int nt = mg.batch * mg.m * mg.n * mg.k < PARALLEL_MIN_WORK ? 1 : num_threads(g[11]);
   const mm_epilogue ep = {bias, scale, res, gate, bounds[0], bounds[1], activation_of(bounds)};
@@ -394,4 +397,22 @@ int ph_matmul(const float *a, const float *b, float *bp, float *y, const float *
   ph_parallel(job.tasks, nt, mm_products, &job);
   free(own);
   return atomic_load(&job.failed) ? -1 : 0;
+}
+
+/* The dense layer (dense), subnormals flushed (flush_subnormals). */
+void ph_dense(const float *x, const float *w, const float *wp, float *y, const float *bias,
+              const i64 *g, const float *bounds) {
+  const fp_mode mode = flush_subnormals();
+  dense(x, w, wp, y, bias, g, bounds);
+  set_fp_mode(mode);
+}
+
+/* The matrix product (matmul), subnormals flushed (flush_subnormals). */
+int ph_matmul(const float *a, const float *b, float *bp, float *y, const float *bias,
+              const float *scale, const float *res, const float *gate, const i64 *g,
+              const float *bounds) {
+  const fp_mode mode = flush_subnormals();
+  const int status = matmul(a, b, bp, y, bias, scale, res, gate, g, bounds);
+  set_fp_mode(mode);
+  return status;
 }

@@ -19,7 +19,8 @@
  * for buffers of one thread each. One caller uses the pool at a time; a second caller
  * meanwhile, a call from inside a task of a job on the pool, and builds without OpenMP (the
  * library's marker of a threaded build) or on systems without futexes run the tasks on the
- * calling thread. */
+ * calling thread. Every thread runs a job's tasks in the caller's floating-point mode
+ * (fp_mode: the kernels flush subnormals, generated loops do not). */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "kernels.h"
 
@@ -98,6 +99,7 @@ static struct {
   _Atomic(ph_task_fn) fn;
   _Atomic(void *) ctx;
   _Atomic int helpers;                  /* workers that may take part (threads - 1) */
+  _Atomic fp_mode mode;                 /* the caller's floating-point mode */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local int in_task;
@@ -153,6 +155,8 @@ static void *worker(void *arg) {
       continue;
     }
     last = gen;
+    const fp_mode mode = atomic_load_explicit(&pool.mode, memory_order_acquire);
+    if (mode != current_fp_mode()) set_fp_mode(mode);
     /* helpers is this job's (published before its generation) or, when the job is already
      * closed, a later one's: then nothing is left to claim */
     if (index < atomic_load_explicit(&pool.helpers, memory_order_acquire)) run_tasks(gen, 0);
@@ -210,6 +214,7 @@ void ph_parallel(i64 tasks, int threads, ph_task_fn fn, void *ctx) {
                         memory_order_release);
   atomic_store_explicit(&pool.fn, fn, memory_order_release);
   atomic_store_explicit(&pool.ctx, ctx, memory_order_release);
+  atomic_store_explicit(&pool.mode, current_fp_mode(), memory_order_release);
   atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
   const uint64_t gen = (atomic_load_explicit(&pool.word, memory_order_relaxed) >> 32) + 1;
   atomic_store_explicit(&pool.word, WORD(gen, 0, tasks), memory_order_release);

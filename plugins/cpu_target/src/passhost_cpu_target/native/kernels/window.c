@@ -483,8 +483,8 @@ static void depthwise_small_group(const void *ctx, i64 t, float *buf) {
 }
 
 /* Depthwise convolution, NCHW data, weights [C][KH][KW]. */
-int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bias,
-                      const float *res, const i64 *g, const float *bounds) {
+static int depthwise_nchw(const float *x, const float *w, float *y, const float *bias,
+                          const float *res, const i64 *g, const float *bounds) {
   window_job *job = window_job_new(g, g[13]);
   if (!job) return -1;
   job->x = x;
@@ -629,11 +629,29 @@ static void depthwise_nhwc_rows(void *arg, i64 task) {
 }
 
 /* Depthwise convolution, NHWC data, weights [KH][KW][C]: vectors run along the channels. */
-void ph_depthwise_nhwc(const float *x, const float *w, float *y, const float *bias,
-                       const float *res, const i64 *g, const float *bounds) {
+static void depthwise_nhwc(const float *x, const float *w, float *y, const float *bias,
+                           const float *res, const i64 *g, const float *bounds) {
   const int nt = num_threads(g[14]);
   const i64 rows = g[12] * g[2], work = rows * g[3] * g[4] * g[5] * g[13];
   nhwc_job job = {x, w, bias, res, y, g, split_tasks(rows, work, nt), bounds[0], bounds[1],
                   activation_of(bounds)};
   ph_parallel(job.tasks, nt, depthwise_nhwc_rows, &job);
+}
+
+/* Depthwise convolution, NCHW data, weights [C][KH][KW], subnormals flushed. */
+int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bias,
+                      const float *res, const i64 *g, const float *bounds) {
+  const fp_mode mode = flush_subnormals();
+  const int status = depthwise_nchw(x, w, y, bias, res, g, bounds);
+  set_fp_mode(mode);
+  return status;
+}
+
+/* Depthwise convolution, NHWC data, weights [KH][KW][C] (vectors along the channels),
+ * subnormals flushed. */
+void ph_depthwise_nhwc(const float *x, const float *w, float *y, const float *bias,
+                       const float *res, const i64 *g, const float *bounds) {
+  const fp_mode mode = flush_subnormals();
+  depthwise_nhwc(x, w, y, bias, res, g, bounds);
+  set_fp_mode(mode);
 }

@@ -242,7 +242,7 @@ static void wino_item(const wino_job *job, i64 item, float *v) {
         for (i64 c0 = 0; c0 < c; c0 += KC)
           micro_tile(u + ((xi * cv->panels + q) * c + c0) * MR, min64(MR, o - q * MR),
                      v + (xi * c + c0) * NR, NR, min64(KC, c - c0),
-                     m + (xi * MCP + q - q0) * MR * NR, c0 > 0, NULL, NULL);
+                     m + (xi * MCP + q - q0) * MR * NR, c0 > 0, NULL, 0);
   }
   for (i64 q = q0; q < q1; q++) {
     for (i64 i = 0; i < min64(MR, o - q * MR); i++) {
