@@ -324,9 +324,12 @@ CONV_PATHS = {
     "winograd-narrow-5x5": (2, 20, 130, 5, 3, 1, 1, 1, 1),
     "transposed": (2, 260, 40, 7, 1, 1, 0, 1, 1),
     "transposed-short-reduction": (1, 150, 33, 7, 1, 1, 0, 1, 1),
-    "transposed-gathered": (2, 32, 256, 7, 3, 1, 1, 1, 1),
-    "transposed-gathered-stride-2": (1, 30, 257, 13, 3, 2, 1, 1, 1),
+    # gathered columns: strided 1x1 and dilated layers (the wide grid takes strided 3x3 ones)
+    "transposed-gathered": (2, 130, 256, 13, 1, 2, 0, 1, 1),
+    "transposed-gathered-stride-3": (1, 140, 257, 19, 1, 3, 0, 1, 1),
     "transposed-gathered-dilated": (1, 29, 256, 5, 3, 1, 2, 2, 1),
+    # a strided 3x3 layer that the transposed form fits too: the wide grid
+    "implicit-where-transposed-fits": (1, 30, 257, 13, 3, 2, 1, 1, 1),
     "implicit": (1, 8, 12, 15, 3, 1, 1, 1, 1),
     "implicit-stride-2": (1, 6, 10, 27, 5, 2, 2, 1, 1),
     # a 2x2 stride-2 layer (ConvNeXt's downsampling): the wide grid is the output grid

@@ -107,10 +107,10 @@ def _kernel_paths() -> tuple[IRModule, dict[str, np.ndarray], list[str]]:
     jobs span images), its weights, and the name of each output's path. The convolutions'
     shapes pick their paths (conv.c): 3x3 stride 1 at 14x14 Winograd; dilated, im2col with
     160 output channels (two chunks sharing packed columns); 3x3 stride 2 at 14x14 the wide
-    grid; at 7x7 with reductions of 128 and more, transposed (a 1x1 in place, a 3x3 with 256
-    output channels from gathered columns). Depthwise 3x3 layers at stride 1 and 2 over rows
-    of 14 and more take their row paths, dilated ones the phase planes, 7x7 planes the
-    channels-last path."""
+    grid; at 7x7 with reductions of 128 and more, transposed (a 1x1 in place, a 1x1 stride-2
+    layer with 256 output channels from gathered columns of the 160-channel one). Depthwise
+    3x3 layers at stride 1 and 2 over rows of 14 and more take their row paths, dilated ones
+    the phase planes, 7x7 planes the channels-last path."""
     x, xh, a, b = (relay.var(name, shape=shape, dtype="float32")
                    for name, shape in PATH_INPUTS.items())
     params: dict[str, np.ndarray] = {}
@@ -125,6 +125,8 @@ def _kernel_paths() -> tuple[IRModule, dict[str, np.ndarray], list[str]]:
     pooled = nn.max_pool2d(x, pool_size=(3, 3), strides=(2, 2), padding=same)  # 32 x 14 x 14
     implicit = nn.relu(nn.conv2d(pooled, weight("implicit", 128, 32, 3, 3), strides=(2, 2),
                                  padding=same))  # 128 x 7 x 7
+    shared = nn.conv2d(pooled, weight("shared", 160, 32, 3, 3), dilation=(2, 2),
+                       padding=(2, 2, 2, 2))  # 160 x 14 x 14
     outputs = {
         "max pool 3x3 stride 2": pooled,
         "max pool, phase planes": nn.max_pool2d(x, pool_size=(2, 2), strides=(2, 2)),
@@ -139,14 +141,13 @@ def _kernel_paths() -> tuple[IRModule, dict[str, np.ndarray], list[str]]:
         "depthwise, NHWC": nn.conv2d(xh, weight("dw_nhwc", 3, 3, 32, 1), padding=same,
                                      groups=32, data_layout="NHWC", kernel_layout="HWOI"),
         "winograd": nn.relu(nn.conv2d(pooled, weight("winograd", 48, 32, 3, 3), padding=same)),
-        "im2col, columns shared by chunks": nn.conv2d(
-            pooled, weight("shared", 160, 32, 3, 3), dilation=(2, 2), padding=(2, 2, 2, 2)),
+        "im2col, columns shared by chunks": shared,
         "im2col, groups": nn.conv2d(pooled, weight("grouped", 32, 16, 3, 3), padding=same,
                                     groups=2),
         "implicit (wide grid)": implicit,
         "transposed 1x1": nn.conv2d(implicit, weight("transposed", 96, 128, 1, 1)),
-        "transposed, gathered": nn.conv2d(implicit, weight("gathered", 256, 128, 3, 3),
-                                          padding=same),
+        "transposed, gathered": nn.conv2d(shared, weight("gathered", 256, 160, 1, 1),
+                                          strides=(2, 2)),
         "batched matmul": nn.batch_matmul(a, b, transpose_a=True, transpose_b=False),
     }
     body = relay.Tuple(list(outputs.values()))

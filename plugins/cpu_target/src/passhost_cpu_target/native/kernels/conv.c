@@ -138,10 +138,13 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
  * nothing; each tile is transposed back through the epilogue, which is what the long
  * reduction pays for. (At 14x14, where blocks waste an eighth, the transposed form ran
  * slower inside MobileNetV2 at 2 threads.) Gathering columns pays from 256 output channels
- * on: ResNet-50's 3x3 layers at 7x7 (512 channels) took 0.81x the time of the wide-grid path
- * at one thread, 0.87x at two; with 128 channels it ran 1.17x at two threads. (Those 3x3
- * layers of more than 128 channels now take Winograd, whose products on such small planes
- * use this path's tile kernel: see conv.h.)
+ * on, for the layers the wide grid does not take (path_of asks it first): strided 1x1
+ * layers (ResNet-50's 1024 -> 2048 at stride 2, 14x14 to 7x7: 1.78 ms against packed
+ * columns' 2.35, C harness, one thread), dilated ones. The wide grid beats it on strided
+ * 3x3 layers, whose gathered columns and weight panels together outgrow L2: ResNet-50's
+ * 512-channel one at stride 2 took 2.0 ms there against 2.43-2.49 gathered, 1024 input
+ * channels 4.1 against 9.1. (3x3 stride-1 layers of more than 128 channels on such planes
+ * take Winograd, whose products use this path's tile kernel: see conv.h.)
  */
 #define TRANSPOSED_MIN_K 128 /* reductions at least this long */
 
@@ -395,16 +398,16 @@ static void packed_products(void *arg, i64 t) {
 }
 
 /* The path of a convolution, one choice for every entry point (its scratch, its prepared
- * weights, the product): Winograd where it fits, else the transposed form, else the wide
- * grid, else packed columns. (Where both Winograd and the transposed form fit, a 3x3 layer
+ * weights, the product): Winograd where it fits, else the wide grid, else the transposed
+ * form, else packed columns. (Where both Winograd and the transposed form fit, a 3x3 layer
  * at 10x10 with 256 outputs or more, the weights were once prepared for the one and used
  * by the other.) */
 typedef enum { CONV_WINOGRAD, CONV_TRANSPOSED, CONV_IMPLICIT, CONV_PACKED } conv_path;
 
 static conv_path path_of(const conv_geom *cv) {
   if (use_winograd(cv)) return CONV_WINOGRAD;
-  if (use_transposed(cv)) return CONV_TRANSPOSED;
   if (use_implicit(cv)) return CONV_IMPLICIT;
+  if (use_transposed(cv)) return CONV_TRANSPOSED;
   return CONV_PACKED;
 }
 

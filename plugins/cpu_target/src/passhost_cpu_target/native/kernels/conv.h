@@ -35,7 +35,7 @@ static inline int direct_conv(const conv_geom *cv) {
 }
 
 /* The wide-grid path (implicit.c): whether it fits (conv.c's path_of asks it after
- * Winograd and the transposed form), the floats of its scratch, and the convolution. */
+ * Winograd, before the transposed form), the floats of its scratch, and the convolution. */
 PH_HIDDEN int use_implicit(const conv_geom *cv);
 PH_HIDDEN i64 implicit_floats(const conv_geom *cv);
 PH_HIDDEN int conv2d_implicit(const conv_geom *cv, const float *x, const float *wp, float *y,

@@ -2,8 +2,8 @@
 #include "conv.h"
 
 /* ---------------------------------------------------------------------------------------
- * Undilated, ungrouped convolutions with a kernel larger than 1x1 that take neither Winograd
- * nor the transposed form are computed on the "wide" output grid of the input's zero-padded
+ * Undilated, ungrouped convolutions with a kernel larger than 1x1 that do not take Winograd
+ * are computed on the "wide" output grid of the input's zero-padded
  * phase planes (see phase_planes: one plane at stride 1, four at stride 2): tap (ky, kx) of
  * wide output p = oy * wq + ox is a plane element at p plus a fixed offset, so every row
  * k = (c, ky, kx) of the column matrix is a contiguous stretch of the planes, read in place
@@ -21,7 +21,7 @@ static window_geom implicit_geometry(const conv_geom *cv) {
 
 static i64 implicit_blocks(const window_geom *wg) { return (wg->wide + NR - 1) / NR; }
 
-/* Whether the wide grid fits (path_of takes Winograd and the transposed form first). */
+/* Whether the wide grid fits (path_of takes Winograd first). */
 int use_implicit(const conv_geom *cv) {
   if (cv->groups != 1 || cv->sh != cv->sw || cv->sh > 2 || cv->dh != 1 || cv->dw != 1 ||
       cv->kh * cv->kw == 1)
