@@ -136,8 +136,8 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
  * broadcast from the column matrix: the data itself for a 1x1 convolution, gathered once
  * per image otherwise. Tiles are as few as TP_MAX rows allow and as even as the plane
  * allows (transposed_rows); each tile is transposed back through the epilogue, which is
- * what the long reduction pays for. (At 14x14, where blocks waste an eighth, the transposed form ran
- * slower inside MobileNetV2 at 2 threads.) Gathering columns pays from 256 output channels
+ * what the long reduction pays for. (At 14x14, where blocks waste an eighth, the transposed
+ * form ran slower inside MobileNetV2 at 2 threads.) Gathering columns pays from 256 output channels
  * on, for the layers the wide grid does not take (path_of asks it first): strided 1x1
  * layers (ResNet-50's 1024 -> 2048 at stride 2, 14x14 to 7x7: 1.78 ms against packed
  * columns' 2.35, C harness, one thread), dilated ones. The wide grid beats it on strided
