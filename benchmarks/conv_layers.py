@@ -1,7 +1,7 @@
 """The race models' convolution layers one at a time: passhost against onnxruntime, each
 layer alone as a one-layer model, warm, in one process, in rounds of turns.
 
-Run: python benchmarks/conv_layers.py [--threads 1,2] [--rounds N] [--only TEXT]
+Run: python benchmarks/conv_layers.py [--threads 1,2] [--rounds N] [--only TEXT] [--cold MB]
 
 Each layer (``LAYERS``: MobileNetV2's, EfficientNet-B0's and ResNet-50's distinct
 convolutions) is an ONNX model of one ``Conv`` with its bias and the activation that
@@ -13,7 +13,10 @@ median of the per-round ratios passhost / onnxruntime (below 1: passhost is fast
 
 Inside a model a layer's operands are mostly not in the cache when it starts (see
 ``profile_steps.py --steps``); here they are, so the table separates what the kernels
-themselves cost from what the memory traffic between layers adds.
+themselves cost from what the memory traffic between layers adds. With ``--cold MB`` each
+timed run follows the writing of MB megabytes elsewhere (``timing.cold_rounds_ms``), so
+that weights and data come from memory, as inside a model; take 20 rounds or more, as
+each round times one run.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 from runtimes import check, ort_session, passhost_executor
-from timing import interleaved_medians_ms, median_of
+from timing import cold_rounds_ms, interleaved_medians_ms, median_of
 
 from passhost.frontend import from_onnx
 
@@ -98,8 +101,10 @@ def _model(layer: Layer) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def race_layer(layer: Layer, threads: int, rounds: int) -> tuple[float, float, float]:
-    """passhost's and onnxruntime's median ms on ``layer`` and the median ratio."""
+def race_layer(layer: Layer, threads: int, rounds: int,
+               cold_mb: int = 0) -> tuple[float, float, float]:
+    """passhost's and onnxruntime's median ms on ``layer`` and the median ratio, warm, or
+    with ``cold_mb`` megabytes written before each run."""
     model = _model(layer)
     data = np.random.default_rng(1).standard_normal((1, layer.c, layer.hw, layer.hw),
                                                     np.float32)
@@ -108,8 +113,9 @@ def race_layer(layer: Layer, threads: int, rounds: int) -> tuple[float, float, f
     executor = passhost_executor(mod, params, threads, {"x": data})
     executor.run()
     check("passhost", layer.name, executor.get_output(0), session.run(None, {"x": data})[0])
-    medians = interleaved_medians_ms({"passhost": executor.run,
-                                      "ort": lambda: session.run(None, {"x": data})}, rounds)
+    runners = {"passhost": executor.run, "ort": lambda: session.run(None, {"x": data})}
+    medians = (cold_rounds_ms(runners, rounds, cold_mb) if cold_mb
+               else interleaved_medians_ms(runners, rounds))
     return (median_of(medians, "passhost"), median_of(medians, "ort"),
             median_of(medians, "passhost", "ort"))
 
@@ -120,6 +126,8 @@ def main() -> None:
     parser.add_argument("--threads", default="1,2", help="thread counts, comma-separated")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--only", default="", help="race only layers whose name has this")
+    parser.add_argument("--cold", type=int, default=0, metavar="MB",
+                        help="write MB megabytes before each timed run (caches evicted)")
     args = parser.parse_args()
     print(f"{'layer':28s} {'c->o':>10s} {'plane':>6s} {'k/s':>5s} thr  passhost ms"
           f"    ort ms  ph/ort")
@@ -127,7 +135,7 @@ def main() -> None:
         if args.only not in layer.name:
             continue
         for threads in (int(t) for t in args.threads.split(",")):
-            ph, ort, ratio = race_layer(layer, threads, args.rounds)
+            ph, ort, ratio = race_layer(layer, threads, args.rounds, args.cold)
             flag = "!" if ratio > 1.0 else " "
             print(f"{layer.name:28s} {f'{layer.c}->{layer.o}':>10s} {layer.hw:6d} "
                   f"{f'{layer.k}/{layer.s}':>5s} {threads:3d} {ph:12.3f} {ort:9.3f} "

@@ -52,6 +52,32 @@ def interleaved_medians_ms(runners: dict[str, Callable[[], object]], repeat: int
     return rounds
 
 
+def cold_rounds_ms(runners: dict[str, Callable[[], object]], repeat: int = 5,
+                   evict_mb: int = 400) -> list[dict[str, float]]:
+    """Each round's wall time in milliseconds of one run of each runner, over ``repeat``
+    rounds, each run just after writing ``evict_mb`` megabytes elsewhere (which evicts the
+    caches: the runner's operands come from memory, as a layer's do inside a model). The
+    order rotates every round, as in :func:`interleaved_medians_ms`; each runner runs once
+    untimed first."""
+    import numpy as np
+
+    junk = np.zeros(evict_mb << 20, np.uint8)
+    names = list(runners)
+    for run in runners.values():
+        run()
+    rounds = []
+    for round_ in range(repeat):
+        shift = round_ % len(names)
+        times = {}
+        for name in names[shift:] + names[:shift]:
+            junk += 1
+            start = time.perf_counter()
+            runners[name]()
+            times[name] = (time.perf_counter() - start) * 1e3
+        rounds.append(times)
+    return rounds
+
+
 def median_of(rounds: list[dict[str, float]], name: str, over: str | None = None) -> float:
     """The median over ``rounds`` (from :func:`interleaved_medians_ms`) of runner ``name``'s
     time, or, with ``over``, of its time divided by runner ``over``'s in the same round."""
