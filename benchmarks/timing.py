@@ -7,6 +7,8 @@ import statistics
 import time
 from collections.abc import Callable
 
+import numpy as np
+
 
 def median_ms(fn: Callable[[], object], repeat: int = 5) -> float:
     """Median wall time of ``fn`` in milliseconds."""
@@ -59,8 +61,6 @@ def cold_rounds_ms(runners: dict[str, Callable[[], object]], repeat: int = 5,
     caches: the runner's operands come from memory, as a layer's do inside a model). The
     order rotates every round, as in :func:`interleaved_medians_ms`; each runner runs once
     untimed first."""
-    import numpy as np
-
     junk = np.zeros(evict_mb << 20, np.uint8)
     names = list(runners)
     for run in runners.values():

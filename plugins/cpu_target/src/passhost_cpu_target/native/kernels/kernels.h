@@ -99,9 +99,9 @@ static inline void set_fp_mode(fp_mode mode) {
  * operand or result costs a microcode assist of a hundred cycles or more. EfficientNet-B0's
  * SiLU leaves a few thousand activations below FLT_MIN (1.2e-38) in its last stage, where a
  * 1x1 convolution then took 1.7 ms instead of 0.3 (a tenth of its inputs subnormal: 25
- * times slower). Each float entry point (convolutions, dense, matmul) sets it and restores
- * the caller's mode on return; generated loops keep the caller's (IEEE) mode, so that
- * conversions and elementwise operators keep subnormals exactly. Returns the mode to
+ * times slower). Each float entry point (convolutions, depthwise, dense, matmul) sets it and
+ * restores the caller's mode on return; generated loops keep the caller's (IEEE) mode, so
+ * that conversions and elementwise operators keep subnormals exactly. Returns the mode to
  * restore. */
 static inline fp_mode flush_subnormals(void) {
   const fp_mode mode = current_fp_mode();
