@@ -1,9 +1,9 @@
 /* A driver for the kernel library's matrix product under AddressSanitizer and
  * UndefinedBehaviorSanitizer (test_cpu_native_sanitized.py): every combination of sizes
- * around the tiles, transposes, batches, a broadcast or packed second operand and 1 or 2
- * threads, checked against a float64 reference with the whole epilogue (each activation in
- * turn, and a gate after it for half the sizes), built with the library's units. Prints
- * "ok" and exits 0 when every result agrees. */
+ * around the tiles (and a reduction deeper than a slab), transposes, batches, a broadcast
+ * or packed second operand and 1 or 2 threads, checked against a float64 reference with
+ * the whole epilogue (each activation in turn, and a gate after it for half the sizes),
+ * built with the library's units. Prints "ok" and exits 0 when every result agrees. */
 #include "kernels.h"
 #include <stdio.h>
 static float frand(unsigned *s) { *s = *s * 1103515245u + 12345u; return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f; }
@@ -53,6 +53,10 @@ int main(void) {
                    flags >> 3 & 1, (flags >> 1 & 1) ^ (flags >> 2 & 1), (flags & 1) ^ (flags >> 3 & 1),
                    1 + (flags & 1), (im + in + ik + flags) % 3);
   bad |= check(2, 5, 6, 0, 0, 0, 0, 1, 0, 1, ACT_SILU);
+  /* a reduction of two slabs (1024 deep), the rows of two chunks, the tiles fetching the
+   * next panel ahead of them, at 1 and 2 threads */
+  for (int threads = 1; threads <= 2; threads++)
+    bad |= check(1, 300, 70, 1100, 0, threads - 1, 0, 0, 1, threads, 0);
   printf("%s\n", bad ? "FAILED" : "ok");
   return bad;
 }

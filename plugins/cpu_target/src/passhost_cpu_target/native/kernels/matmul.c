@@ -161,14 +161,22 @@ static void dense(const float *x, const float *w, const float *wp, float *y, con
  */
 typedef struct {
   i64 batch, m, n, k, sa, ra, ca, sb, rb, cb, packed, sr;
-  i64 panels, chunks, blocks, spans, bbatch;
+  i64 panels, mcp, chunks, blocks, spans, bbatch;
 } mm_geom;
+
+/* Row panels per chunk (mcp): as many as fill MM_CHUNK_BYTES of packed rows (in L2 beside
+ * a panel of b), at least MCP and at most MM_CHUNK_MAX. Each chunk reads all of b, so
+ * ViT-B/16's 197 rows in one chunk rather than two took its products 0.97x the time. */
+#define MM_CHUNK_BYTES ((i64)1 << 20)
+#define MM_CHUNK_MAX (4 * MCP)
 
 static mm_geom mm_geometry(const i64 *g) {
   mm_geom mg = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[12],
-                0, 0, 0, 0, 0};
+                0, 0, 0, 0, 0, 0};
   mg.panels = (mg.m + MR - 1) / MR;
-  mg.chunks = (mg.panels + MCP - 1) / MCP;
+  const i64 panel_bytes = max64(mg.k, 1) * MR * (i64)sizeof(float);
+  mg.mcp = min64(MM_CHUNK_MAX, max64(MCP, MM_CHUNK_BYTES / panel_bytes));
+  mg.chunks = (mg.panels + mg.mcp - 1) / mg.mcp;
   mg.blocks = (mg.n + NR - 1) / NR;
   mg.spans = (mg.blocks + NB - 1) / NB;
   mg.bbatch = mg.sb ? mg.batch : 1;
@@ -270,7 +278,10 @@ static void mm_store(float *restrict y, const float *restrict c, i64 rows, i64 w
 
 /* One task: batch item bt, row panels [q0, q1), column blocks [blk0, blk1), in groups of
  * NB blocks. Full tiles go through the epilogue from the registers on the last slab of K;
- * partial ones are left raw in cbuf and stored by mm_store. */
+ * partial ones are left raw in cbuf and stored by mm_store. The first tile of a block
+ * fetches the next block's panel (its slab) into L2: constant weights come from memory once
+ * per inference, and the tiles otherwise wait on them (ViT-B/16 0.88x the time, GPT-2 0.91x;
+ * 768 x 3072 weights with the caches evicted 0.86x-0.90x). */
 static void mm_task(const mm_geom *mg, const float *a, const float *bp, float *y,
                     const mm_epilogue *ep, float *ap, float *cbuf, i64 bt, i64 q0, i64 q1,
                     i64 blk0, i64 blk1) {
@@ -293,12 +304,13 @@ static void mm_task(const mm_geom *mg, const float *a, const float *bp, float *y
                           .cbias = ep->bias ? ep->bias + n0 : NULL,
                           .cscale = ep->scale ? ep->scale + n0 : NULL, .act = ep->act,
                           .gate = ep->gate ? ep->gate + base + r0 * mg->n + n0 : NULL};
-          float *raw = cbuf + ((blk - g0) * MCP + q - q0) * MR * NR;
+          float *raw = cbuf + ((blk - g0) * mg->mcp + q - q0) * MR * NR;
           if (mg->n - n0 <= VW)
             micro_tile_narrow(ap + (q - q0) * mg->k * MR + k0 * MR, panel, NR, kc, raw, k0 > 0);
           else
             micro_tile(ap + (q - q0) * mg->k * MR + k0 * MR, min64(MR, mg->m - r0), panel, NR,
-                       kc, raw, k0 > 0, last && mg->n - n0 >= NR ? &out : NULL, 0);
+                       kc, raw, k0 > 0, last && mg->n - n0 >= NR ? &out : NULL,
+                       q == q0 && blk + 1 < mg->blocks ? mg->k * NR : 0);
         }
       }
     }
@@ -306,7 +318,7 @@ static void mm_task(const mm_geom *mg, const float *a, const float *bp, float *y
     const i64 blk = g1 - 1, n0 = blk * NR;
     for (i64 q = q0; q < q1; q++) {
       const i64 r0 = q * MR, at = base + r0 * mg->n + n0;
-      mm_store(y + at, cbuf + ((blk - g0) * MCP + q - q0) * MR * NR, min64(MR, mg->m - r0),
+      mm_store(y + at, cbuf + ((blk - g0) * mg->mcp + q - q0) * MR * NR, min64(MR, mg->m - r0),
                mg->n - n0, mg->n, ep->res ? ep->res + bt * mg->sr + r0 * mg->n + n0 : NULL,
                ep->gate ? ep->gate + at : NULL, n0, ep);
     }
@@ -336,12 +348,12 @@ static void mm_pack_task(void *arg, i64 t) {
 static void mm_products(void *arg, i64 t) {
   mm_job *job = arg;
   const mm_geom *mg = job->mg;
-  float *ap = thread_scratch(MCP * MR * mg->k + NB * MCP * MR * NR);
+  float *ap = thread_scratch(mg->mcp * MR * mg->k + NB * mg->mcp * MR * NR);
   if (!ap) {
     atomic_store(&job->failed, 1);
     return;
   }
-  float *cbuf = ap + MCP * MR * mg->k;
+  float *cbuf = ap + mg->mcp * MR * mg->k;
   const i64 per_item = mg->chunks * mg->spans;
   i64 u0, u1;
   part_range(job->items, job->tasks, t, &u0, &u1);
