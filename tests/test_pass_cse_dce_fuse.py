@@ -349,6 +349,51 @@ def @main(%x: {T8}) {{
 }}""")
 
 
+def test_a_reshape_and_a_cast_all_of_whose_users_share_a_group_join_it():
+    # GPT-2's GELU: x * 0.5 * (1 + tanh(k * (x + 0.044715 * x^3))), the cube taken in
+    # float64, x a reshape of a matrix product's result
+    mod = parse("""
+def @main(%x: Tensor[(8), float32]) {
+  %0 = reshape(%x, newshape=[2, 4]);
+  %1 = cast(%0, dtype="float64");
+  %2 = multiply(%1, %1);
+  %3 = multiply(%2, %1);
+  %4 = cast(%3, dtype="float32");
+  %5 = add(%0, %4);
+  multiply(%0, %5)
+}""")
+    out = run(FuseOps(), mod)
+    groups = [[c.op.name for c in op_calls(p.op.body)] for p in primitive_calls(out["main"])]
+    assert groups == [["reshape", "cast", "multiply", "multiply", "cast", "add", "multiply"]]
+    x = np.linspace(-3, 3, 8, dtype="float32")
+    np.testing.assert_array_equal(evaluate(out, x), evaluate(mod, x))
+
+
+def test_a_reshape_used_by_two_groups_stays_a_boundary():
+    mod = parse("""
+def @main(%x: Tensor[(8), float32], %w: Tensor[(3, 4), float32]) {
+  %0 = reshape(%x, newshape=[2, 4]);
+  %1 = nn.dense(%0, %w);
+  %2 = exp(%0);
+  (%1, %2)
+}""")
+    out = run(FuseOps(), mod)
+    groups = [[c.op.name for c in op_calls(p.op.body)] for p in primitive_calls(out["main"])]
+    assert sorted(groups) == [["exp"], ["nn.dense"], ["reshape"]]
+
+
+def test_a_costly_value_used_twice_in_one_group_is_not_computed_twice():
+    mod = parse(f"""
+def @main(%x: {T8}) {{
+  %0 = exp(%x);
+  %1 = negative(%0);
+  add(%0, %1)
+}}""")
+    out = run(FuseOps(), mod)
+    groups = [[c.op.name for c in op_calls(p.op.body)] for p in primitive_calls(out["main"])]
+    assert groups == [["exp"], ["negative", "add"]]
+
+
 def test_scalar_constants_stay_inside_and_tensor_constants_become_parameters():
     mod = parse("""
 def @main(%x: Tensor[(3), float32]) {

@@ -140,3 +140,25 @@ def test_a_fork_during_the_compile_waits_for_it(monkeypatch):
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_gpt2_gelu_after_a_reshape_is_one_loop_nest():
+    # the tanh GELU of GPT-2's export, on a reshape, its cube taken in float64
+    x = relay.var("x", shape=(4, 96), dtype="float32")
+    v = relay.reshape(x, newshape=(1, 4, 96))
+    cube = relay.cast(relay.multiply(relay.multiply(relay.cast(v, "float64"),
+                                                    relay.cast(v, "float64")),
+                                     relay.cast(v, "float64")), "float32")
+    inner = relay.multiply(relay.add(v, relay.multiply(cube, relay.const(0.044715))),
+                           relay.const(0.7978845608))
+    y = relay.multiply(relay.multiply(v, relay.const(0.5)),
+                       relay.add(relay.tanh(inner), relay.const(1.0)))
+    compiled = passhost.build(IRModule.from_expr(relay.Function([x], y)), "cpu")
+    assert [s.func for s in compiled.plan.steps] == [compiled.plan.steps[0].func]
+    assert "cast" in compiled.plan.steps[0].func
+    data = RNG.uniform(-6, 6, (4, 96)).astype("float32")
+    wide = data.astype(np.float64)
+    expected = 0.5 * wide * (1 + np.tanh(0.7978845608 * (wide + 0.044715 * wide ** 3)))
+    np.testing.assert_allclose(compiled.executor()(data)[0], expected.reshape(1, 4, 96),
+                               rtol=2e-6, atol=1e-6)
+

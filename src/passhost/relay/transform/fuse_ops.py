@@ -24,6 +24,9 @@ producer P of an operand when
 
 Producers are tried in operand order and each is absorbed if the group built so far, with
 it, still keeps these rules (so ``add(conv_a, conv_b)`` takes one convolution, not both).
+A lone call cheap to compute again (injective, or a ``cast``) used several times joins the
+group of its users when they all belong to one group, each of which may absorb it, so
+that a diamond over a reshape or a cast becomes one loop nest (``_merge_into_users``).
 Calls with a tuple result (``nn.batch_norm``, ``split``) count as opaque: alone in their
 group, their projections outside. A tuple literal given to an operator's tuple input
 (``concatenate((a, b))``) is rebuilt inside that operator's group, so groups take tensors
@@ -122,7 +125,7 @@ def _fuse(func: Function, max_depth: int) -> Function:
     calls = [n for n in order if _fusable(n)]
     if not calls and all(nested[id(n)] is n for n in inner):
         return func
-    owner = _assign_groups(calls, _users(order, func.body), max_depth)
+    owner = _assign_groups(calls, _users(order, func.body), _all_users(order), max_depth)
     body = _rebuild(func.body, _build_groups(calls, owner), nested)
     return Function(func.params, body, func.ret_type, func.attrs, span=func.span)
 
@@ -161,6 +164,17 @@ def _users(order: list[BaseExpr], root: BaseExpr) -> dict[int, object]:
     return users
 
 
+def _all_users(order: list[BaseExpr]) -> dict[int, list[BaseExpr]]:
+    """Node id -> the nodes using it, once each (the function's caller not counted)."""
+    users: dict[int, list[BaseExpr]] = {}
+    for node in order:
+        if isinstance(node, (Function, GlobalVar)):
+            continue
+        for child in {id(c): c for c in node.children()}.values():
+            users.setdefault(id(child), []).append(node)
+    return users
+
+
 def _tuple_input(call: Call, arg: BaseExpr, index: int) -> bool:
     """True when ``arg`` is a tuple literal given to one of ``call``'s tuple inputs; the
     group rebuilds it inside."""
@@ -194,8 +208,8 @@ class _Group:
                              and isinstance(ty, TensorType) else None)
 
 
-def _assign_groups(calls: list[Call], users: dict[int, object], max_depth: int,
-                   ) -> dict[int, Call]:
+def _assign_groups(calls: list[Call], users: dict[int, object],
+                   all_users: dict[int, list[BaseExpr]], max_depth: int) -> dict[int, Call]:
     """Call id -> the output call of its group; ``calls`` are in topological order."""
     groups: dict[int, _Group] = {}
     absorbed_by: dict[int, Call] = {}
@@ -218,7 +232,38 @@ def _assign_groups(calls: list[Call], users: dict[int, object], max_depth: int,
     for call in reversed(calls):
         consumer = absorbed_by.get(id(call))
         owner[id(call)] = call if consumer is None else owner[id(consumer)]
+        if consumer is None:
+            _merge_into_users(call, groups, owner, all_users, max_depth)
     return owner
+
+
+def _recomputable(call: Call) -> bool:
+    """True for a call cheap enough to compute again for each of its users in a group: an
+    injective one (a reshape, a transpose) or a ``cast``."""
+    return _pattern(call) is _P.INJECTIVE or call.op.name == "cast"
+
+
+def _merge_into_users(call: Call, groups: dict[int, _Group], owner: dict[int, Call],
+                      all_users: dict[int, list[BaseExpr]], max_depth: int) -> None:
+    """Put the group of one recomputable ``call`` into the group of its users when they
+    all belong to one group (the diamond GPT-2's GELU makes of a reshape and of the cast
+    of its cube) and each of them may absorb it. Every edge leaving ``call``'s group then
+    enters that group, so merging keeps the graph acyclic; ``owner`` of later calls is
+    final, the calls being visited last to first."""
+    group = groups[id(call)]
+    users = all_users.get(id(call), [])
+    if group.size != 1 or not _recomputable(call) or len(users) < 2 \
+            or not all(isinstance(u, Call) and id(u) in owner for u in users):
+        return
+    target = owner[id(users[0])]
+    merged = groups[id(target)]
+    if any(owner[id(u)] is not target or group.kind not in _ABSORBS.get(_pattern(u), ())
+           for u in users) or merged.size + 1 > max_depth \
+            or merged.kind is _P.OUT_ELEMWISE_FUSABLE:  # an epilogue stays a chain
+        return
+    merged.size += 1
+    merged.kind = _combined_kind(merged.kind, group.kind)
+    owner[id(call)] = target
 
 
 def _sole_use(operand: BaseExpr, user: BaseExpr, call: Call, users: dict[int, object]) -> bool:
