@@ -162,3 +162,20 @@ def test_gpt2_gelu_after_a_reshape_is_one_loop_nest():
     np.testing.assert_allclose(compiled.executor()(data)[0], expected.reshape(1, 4, 96),
                                rtol=2e-6, atol=1e-6)
 
+
+def test_a_reshape_of_a_matrix_product_is_a_view_of_its_result():
+    x = relay.var("x", shape=(6, 40), dtype="float32")
+    w = relay.var("w", shape=(48, 40), dtype="float32")
+    y = relay.nn.softmax(relay.reshape(relay.nn.dense(x, w), newshape=(2, 3, 48)), axis=-1)
+    compiled = passhost.build(IRModule.from_expr(relay.Function([x, w], y)), "cpu")
+    plan = compiled.plan
+    assert len(plan.steps) == 2
+    assert plan.tensors[plan.steps[1].args[0]].storage == \
+        plan.tensors[plan.steps[0].args[-1]].storage
+    data = RNG.standard_normal((6, 40)).astype("float32")
+    weight = RNG.standard_normal((48, 40)).astype("float32")
+    product = (data.astype(np.float64) @ weight.T.astype(np.float64)).reshape(2, 3, 48)
+    expected = np.exp(product - product.max(-1, keepdims=True))
+    expected /= expected.sum(-1, keepdims=True)
+    np.testing.assert_allclose(compiled.executor()(data, weight)[0], expected,
+                               rtol=1e-5, atol=1e-7)

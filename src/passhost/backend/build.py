@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from passhost.backend.lower_te import LowerTE, graph_entry
+from passhost.backend.lower_te import RESHAPE_ONLY, LowerTE, graph_entry
 from passhost.backend.memory_plan import plan_executor
 from passhost.errors import PasshostError
 from passhost.ir.module import IRModule
@@ -204,7 +204,9 @@ def _package(state: _BuildState) -> Pass:
             raise BuildError(f"PrimFuncs without a runtime module: "
                              f"{', '.join('@' + n for n in orphans[:5])} (their 'target' "
                              f"attribute names no target of the build)")
-        plan, params = plan_executor(graph_entry(mod))
+        views = [name for name, f in mod.items()
+                 if isinstance(f, PrimFunc) and f.attrs.get(RESHAPE_ONLY)]
+        plan, params = plan_executor(graph_entry(mod), views)
         try:
             check_plan_calls(plan, state.tir)
         except PlanError as err:

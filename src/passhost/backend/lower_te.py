@@ -6,6 +6,8 @@ function's signature, so ``main`` still type-checks. Fused functions that are st
 equal share one PrimFunc. With ``loops`` (the host target compiles loops), a function
 whose operators' TE computes all cover their calls becomes one PrimFunc of loop nests
 (:func:`.lower_to_loops`); any other becomes kernel calls (:func:`.lower_primitive`).
+A function that only reshapes its input is marked ``reshape_only`` (:data:`RESHAPE_ONLY`),
+so that the memory plan may make its result a view instead of calling it.
 """
 
 from __future__ import annotations
@@ -18,14 +20,14 @@ from passhost.backend.lower_primitive import LoweringError, lower_primitive
 from passhost.ir.expr import BaseExpr, GlobalVar
 from passhost.ir.module import IRModule
 from passhost.ir.structural import structural_equal, structural_hash
-from passhost.ir.types import FuncType
+from passhost.ir.types import FuncType, TensorType
 from passhost.relay.expr import Call, Function, Tuple, TupleGetItem, Var
 from passhost.relay.visitor import post_order
 from passhost.tir.function import PrimFunc
 from passhost.transform.context import PassContext
 from passhost.transform.passes import module_pass
 
-__all__ = ["LowerTE", "fused_name", "graph_entry"]
+__all__ = ["RESHAPE_ONLY", "LowerTE", "fused_name", "graph_entry", "reshape_only"]
 
 #: Longest PrimFunc name made from operator names (longer ones are cut and numbered).
 _NAME_LIMIT = 64
@@ -47,6 +49,27 @@ def fused_name(func: Function) -> str:
            if isinstance(n, Call) and getattr(type(n.op), "_is_op", False)]
     name = "fused_" + "_".join(re.sub(r"\W", "_", o) for o in ops)
     return name[:_NAME_LIMIT].rstrip("_")
+
+
+#: The PrimFunc attribute marking a function that only reshapes its one input (see
+#: :func:`reshape_only`): the memory plan may make its output a view of its input.
+RESHAPE_ONLY = "reshape_only"
+
+#: Operators that keep every element in its row-major place and its dtype.
+_RESHAPES = frozenset({"reshape", "squeeze", "expand_dims", "nn.batch_flatten"})
+
+
+def reshape_only(func: Function) -> bool:
+    """Whether the fused ``func`` of one tensor parameter is a chain of reshapes of it
+    (:data:`_RESHAPES`): its result holds the parameter's bytes unchanged."""
+    node = func.body
+    while isinstance(node, Call) and getattr(node.op, "name", None) in _RESHAPES \
+            and len(node.args) == 1:
+        node = node.args[0]
+    return node is not func.body and len(func.params) == 1 and node is func.params[0] \
+        and isinstance(node.checked_type, TensorType) \
+        and isinstance(func.body.checked_type, TensorType) \
+        and node.checked_type.dtype == func.body.checked_type.dtype
 
 
 def _single_op_function(call: Call) -> Function:
@@ -89,7 +112,9 @@ class LowerTE:
             taken.add(name)
             ty = FuncType([p.checked_type for p in func.params], func.body.checked_type)
             gvar = GlobalVar(name, ty)
-            attrs = {"target": self.target}
+            attrs: dict[str, object] = {"target": self.target}
+            if reshape_only(func):
+                attrs[RESHAPE_ONLY] = 1
             prim = lower_to_loops(func, name, attrs) if self.loops and has_te_computes(
                 func) else None
             added[gvar] = prim if prim is not None else lower_primitive(func, name, attrs)
