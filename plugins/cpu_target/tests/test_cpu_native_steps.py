@@ -6,6 +6,8 @@ raises its own error."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -193,3 +195,40 @@ def test_kernels_flush_subnormals_and_loops_keep_them(threads):
         np.testing.assert_array_equal(summed, expected)
         np.testing.assert_array_equal(halved, data * np.float32(0.5))
         assert np.all(halved[data == SUBNORMAL] == np.float32(5e-41))
+
+
+
+def _conv_chain(layers, c: int = 16, size: int = 28) -> IRModule:
+    """3x3 convolutions with ReLU, each (channels, stride) of ``layers``, on a ``c``-channel
+    image of ``size`` x ``size``."""
+    rng = np.random.default_rng(5)
+    x = relay.var("x", shape=(1, c, size, size), dtype="float32")
+    y = x
+    for o, s in layers:
+        w = relay.const((rng.standard_normal((o, c, 3, 3)) * 0.1).astype("float32"))
+        y = relay.nn.relu(relay.nn.conv2d(y, w, strides=(s, s), padding=(1, 1), channels=o,
+                                          kernel_size=(3, 3)))
+        c = o
+    return IRModule.from_expr(relay.Function([x], y))
+
+
+def _scratch_sizes(mod: IRModule) -> list[int]:
+    """The sizes of the convolution work areas the generated module allocates."""
+    source = passhost.build(mod, "cpu -num-threads=2").module.files["module.py"]
+    return [int(n) for n in re.findall(r"^_conv2d_nchw_scratch\w* = \w+\(\((\d+),\)",
+                                       source, re.M)]
+
+
+def test_the_convolutions_of_a_module_share_one_scratch_as_large_as_the_largest():
+    alone = [_scratch_sizes(_conv_chain([(64, 2)])),
+             _scratch_sizes(_conv_chain([(64, 1)], c=64, size=14)),
+             _scratch_sizes(_conv_chain([(128, 2)], c=64, size=14))]
+    sizes = {n for found in alone for n in found}
+    assert len(sizes) >= 2  # the layers ask for work areas of different sizes
+    mod = _conv_chain([(64, 2), (64, 1), (128, 2)])
+    assert _scratch_sizes(mod) == [max(sizes)]
+    executor = passhost.build(mod, "cpu -num-threads=2").executor()
+    data = np.random.default_rng(6).standard_normal((1, 16, 28, 28)).astype("float32")
+    expected = evaluate(mod, data)
+    for _ in range(2):  # each call rewrites what the others left in the shared area
+        np.testing.assert_allclose(executor(data)[0], expected, rtol=1e-4, atol=1e-5)

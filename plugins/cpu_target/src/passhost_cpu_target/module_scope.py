@@ -31,6 +31,7 @@ class ModuleScope:
         self.lines: list[str] = []
         self._by_identity: dict[int, str] = {}
         self._scratch: dict[Scratch, str] = {}
+        self._shared: dict[tuple[str, float], tuple[str, int, int]] = {}
         self.uses_blas = False
 
     def bind(self, hint: str, value: Any, description: str, share: bool = True) -> str:
@@ -61,16 +62,40 @@ class ModuleScope:
         """The name of an array the module allocates once, filled with ``fill``, its data
         starting on a cache line."""
         name = self.namer.fresh(hint)
-        allocator = self.bind_function(aligned_full)
-        self.lines.append(f"{name} = {allocator}({literal(tuple(shape))}, {literal(fill)}, "
-                          f"{dtype!r})")
+        self.lines.append(self._allocation(name, shape, dtype, fill))
         return name
 
+    def _allocation(self, name: str, shape: tuple[int, ...], dtype: str, fill: float) -> str:
+        """The source line allocating array ``name``."""
+        allocator = self.bind_function(aligned_full)
+        return f"{name} = {allocator}({literal(tuple(shape))}, {literal(fill)}, {dtype!r})"
+
     def scratch(self, hint: str, spec: Scratch) -> str:
-        """The name of the module's array for ``spec`` (one array per distinct spec)."""
+        """The name of the module's array for ``spec``: one array per distinct spec, and
+        one for all flat scratch of a dtype and fill that keeps nothing between calls,
+        as large as the largest asked for (see :meth:`_shared_scratch`)."""
+        if spec.keep is None and len(spec.shape) == 1:
+            return self._shared_scratch(hint, spec)
         name = self._scratch.get(spec)
         if name is None:
             name = self._scratch[spec] = self.allocate(hint, spec.shape, spec.dtype, spec.fill)
+        return name
+
+    def _shared_scratch(self, hint: str, spec: Scratch) -> str:
+        """The one flat array of ``spec``'s dtype and fill, grown (its allocation line
+        rewritten) to ``spec``'s size. Kernels run one after another and write all they
+        read, so the convolutions of a model reuse one work area that stays in the
+        caches, where one each (ResNet-50: 11, 8.2 MB) is fetched from memory by each."""
+        key = (spec.dtype, spec.fill)
+        found = self._shared.get(key)
+        if found is None:
+            name = self.allocate(hint, spec.shape, spec.dtype, spec.fill)
+            self._shared[key] = (name, len(self.lines) - 1, spec.shape[0])
+            return name
+        name, line, size = found
+        if spec.shape[0] > size:
+            self.lines[line] = self._allocation(name, spec.shape, spec.dtype, spec.fill)
+            self._shared[key] = (name, line, spec.shape[0])
         return name
 
     def header(self) -> list[str]:
