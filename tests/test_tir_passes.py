@@ -9,7 +9,13 @@ import pytest
 
 from passhost import te, text
 from passhost.ir.module import IRModule
-from passhost.tir.transform import AnnotateLoops, CollapseLoops, ReuseBuffers, Simplify
+from passhost.tir.transform import (
+    AnnotateLoops,
+    CollapseLoops,
+    ReuseBuffers,
+    Simplify,
+    TileTransposes,
+)
 from passhost.tir.transform.annotate_loops import MIN_PARALLEL_WORK
 from passhost.transform.context import PassContext
 from te_harness import run_prim_func
@@ -266,3 +272,75 @@ def test_collapse_loops_keeps_long_inner_loops_and_the_outermost_loop(inner):
         }}
         """)
     assert _run(CollapseLoops, nest) == text.print_module(nest)
+
+
+TRANSPOSING = """\
+    prim_func @f [global_symbol="f"] (%a_data: handle, %r_data: handle, %b_data: handle) {
+      buffer %a: float32[128, 32] = match(%a_data, data=%a_data);
+      buffer %r: float32[32, 128] = match(%r_data, data=%r_data);
+      buffer %b: float32[32, 128] = match(%b_data, data=%b_data);
+      for %i: int64 in serial(int64(0), int64(32)) {
+        for %j: int64 in serial(int64(0), int64(128)) {
+          %b[%i, %j] = %a[%j, %i] + %r[%i, %j];
+        }
+      }
+    }
+    """
+
+
+def test_tile_transposes_walks_a_transposing_pair_in_tiles_over_split_views():
+    tile = "%i_outer, %i_inner, %j_outer, %j_inner"
+    store = (f"%b_1[{tile}] = %a_1[%j_outer, %j_inner, %i_outer, %i_inner] + "
+             f"%r_1[{tile}];")
+    assert _run(TileTransposes, _parse(TRANSPOSING)) == _expect(f"""\
+        prim_func @f [global_symbol="f"] (%a_data: handle, %r_data: handle, %b_data: handle) {{
+          buffer %a: float32[128, 32] = match(%a_data, data=%a_data);
+          buffer %r: float32[32, 128] = match(%r_data, data=%r_data);
+          buffer %b: float32[32, 128] = match(%b_data, data=%b_data);
+          buffer %b_1: float32[2, 16, 2, 64] = view(%b_data);
+          buffer %a_1: float32[2, 64, 2, 16] = view(%a_data);
+          buffer %r_1: float32[2, 16, 2, 64] = view(%r_data);
+          for %i_outer: int64 in serial(int64(0), int64(2)) {{
+            for %j_outer: int64 in serial(int64(0), int64(2)) {{
+              for %i_inner: int64 in serial(int64(0), int64(16)) {{
+                for %j_inner: int64 in serial(int64(0), int64(64)) {{
+                  {store}
+                }}
+              }}
+            }}
+          }}
+        }}
+        """)
+
+
+def test_tiled_transposes_compute_the_same_numbers():
+    rng = np.random.default_rng(4)
+    before = _parse(TRANSPOSING)
+    with PassContext(opt_level=3):
+        after = TileTransposes()(before)
+    inputs = [rng.standard_normal((128, 32)).astype("float32"),
+              rng.standard_normal((32, 128)).astype("float32")]
+    want = inputs[0].T + inputs[1]
+    for mod in (before, after):
+        np.testing.assert_array_equal(run_prim_func(mod["f"], inputs)[0], want)
+
+
+@pytest.mark.parametrize(("shape", "access"), [
+    ("[128, 32]", "%a[%j, %i] * cast(float32, %i)"),  # a loop variable used as a value
+    ("[32, 128]", "%a[%i, %j]"),                        # no transpose: contiguous reads
+    ("[128, 30]", "%a[%j, %i]"),                        # 30 rows: no tile divides them
+], ids=["value", "contiguous", "no-divisor"])
+def test_tile_transposes_leaves_other_pairs_alone(shape, access):
+    rows = 30 if "30" in shape else 32
+    before = _parse(f"""\
+        prim_func @f [global_symbol="f"] (%a_data: handle, %b_data: handle) {{
+          buffer %a: float32{shape} = match(%a_data, data=%a_data);
+          buffer %b: float32[{rows}, 128] = match(%b_data, data=%b_data);
+          for %i: int64 in serial(int64(0), int64({rows})) {{
+            for %j: int64 in serial(int64(0), int64(128)) {{
+              %b[%i, %j] = {access};
+            }}
+          }}
+        }}
+        """)
+    assert _run(TileTransposes, before) == text.print_module(before)

@@ -72,6 +72,8 @@ PASSES: dict[str, tuple[str, str, str]] = {
                          "share memory between allocations whose lifetimes do not overlap"),
     "tir.CollapseLoops": ("passhost.tir.transform.collapse_loops", "CollapseLoops",
                           "merge short innermost loops of a nest into one"),
+    "tir.TileTransposes": ("passhost.tir.transform.tile_transposes", "TileTransposes",
+                           "walk transposing loop pairs in tiles"),
     "tir.VectorizeReductions": ("passhost.tir.transform.vectorize_reductions",
                                 "VectorizeReductions", "accumulate sums in vector lanes"),
     "tir.AnnotateLoops": ("passhost.tir.transform.annotate_loops", "AnnotateLoops",

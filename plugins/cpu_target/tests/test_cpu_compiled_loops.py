@@ -179,3 +179,17 @@ def test_a_reshape_of_a_matrix_product_is_a_view_of_its_result():
     expected /= expected.sum(-1, keepdims=True)
     np.testing.assert_allclose(compiled.executor()(data, weight)[0], expected,
                                rtol=1e-5, atol=1e-7)
+
+
+def test_a_transposing_add_runs_in_tiles_with_the_same_numbers():
+    # ConvNeXt's residual add after its channels-last block
+    x = relay.var("x", shape=(1, 16, 16, 48), dtype="float32")
+    r = relay.var("r", shape=(1, 48, 16, 16), dtype="float32")
+    y = relay.add(relay.transpose(x, axes=(0, 3, 1, 2)), r)
+    compiled = passhost.build(IRModule.from_expr(relay.Function([x, r], y)), "cpu")
+    source = compiled.module.get_source("loops.c")
+    assert "_inner < INT64_C(16)" in source  # 16 channels a tile
+    data = RNG.standard_normal((1, 16, 16, 48)).astype("float32")
+    residual = RNG.standard_normal((1, 48, 16, 16)).astype("float32")
+    np.testing.assert_array_equal(compiled.executor()(data, residual)[0],
+                                  data.transpose(0, 3, 1, 2) + residual)

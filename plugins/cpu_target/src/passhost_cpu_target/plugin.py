@@ -39,7 +39,7 @@ def passhost_register_targets() -> list[TargetKind]:
         lowers_loops=_lowers_loops,
         phase_passes={"tir.phase1": ("tir.Simplify",),
                       "tir.phase2": ("tir.ReuseBuffers", "tir.CollapseLoops",
-                                     "tir.VectorizeReductions"),
+                                     "tir.TileTransposes", "tir.VectorizeReductions"),
                       "tir.phase3": ("tir.AnnotateLoops",)},
         host=True,
         summary="the host CPU: loop nests compiled to C, native kernels, NumPy and BLAS",

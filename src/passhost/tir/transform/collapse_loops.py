@@ -17,6 +17,8 @@ used anywhere but as such an index, ends the collapse there.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 
 from passhost.ir.module import IRModule
@@ -28,7 +30,8 @@ from passhost.tir.transform.prim_func_pass import prim_func_pass
 from passhost.tir.visitor import StmtExprMutator, post_order
 from passhost.transform.context import PassContext
 
-__all__ = ["MIN_INNER_EXTENT", "CollapseLoops", "collapse_loops", "collapse_pair", "loop_extent"]
+__all__ = ["MIN_INNER_EXTENT", "CollapseLoops", "collapse_loops", "collapse_pair", "loop_chain",
+           "loop_extent", "rewrite_nests"]
 
 #: Innermost loops shorter than this are merged with the loop around them.
 MIN_INNER_EXTENT = 64
@@ -97,7 +100,7 @@ def collapse_pair(outer: For, inner: For) -> For | None:
     return For(f, 0, a * b, "serial", body, span=outer.span)
 
 
-def _chain(nest: For) -> list[For]:
+def loop_chain(nest: For) -> list[For]:
     """The loops of ``nest`` that are perfectly nested from the outermost."""
     chain = [nest]
     while isinstance(chain[-1].body, For):
@@ -107,7 +110,7 @@ def _chain(nest: For) -> list[For]:
 
 def _collapsed(nest: For) -> For:
     """``nest`` with its short innermost loops merged (see the module docstring)."""
-    chain = _chain(nest)
+    chain = loop_chain(nest)
     extents = [loop_extent(loop) for loop in chain]
     inner, inner_extent = chain[-1], extents[-1]
     keep = len(chain) - 1  # chain[keep:] is merged into `inner`
@@ -130,20 +133,26 @@ class _Replace(StmtExprMutator):
         self.replacements = replacements
 
     def visit_for(self, loop: For) -> For:
-        """The collapsed nest in place of an outermost loop."""
+        """The rewritten nest in place of an outermost loop."""
         return self.replacements.get(id(loop), loop)
+
+
+def rewrite_nests(func: PrimFunc, rewrite: Callable[[For], For]) -> PrimFunc:
+    """``func`` with each outermost loop nest replaced by ``rewrite(nest)`` (``func``
+    itself when every nest comes back unchanged)."""
+    replacements = {}
+    for nest in outermost_loops(func.body):
+        new = rewrite(nest)
+        if new is not nest:
+            replacements[id(nest)] = new
+    if not replacements:
+        return func
+    return func.with_body(_Replace(replacements).visit(func.body))
 
 
 def collapse_loops(func: PrimFunc) -> PrimFunc:
     """``func`` with the short innermost loops of its nests merged."""
-    replacements = {}
-    for nest in outermost_loops(func.body):
-        collapsed = _collapsed(nest)
-        if collapsed is not nest:
-            replacements[id(nest)] = collapsed
-    if not replacements:
-        return func
-    return func.with_body(_Replace(replacements).visit(func.body))
+    return rewrite_nests(func, _collapsed)
 
 
 @prim_func_pass(opt_level=2, name="tir.CollapseLoops")
