@@ -30,8 +30,8 @@ from passhost.tir.transform.prim_func_pass import prim_func_pass
 from passhost.tir.visitor import StmtExprMutator, post_order
 from passhost.transform.context import PassContext
 
-__all__ = ["MIN_INNER_EXTENT", "CollapseLoops", "collapse_loops", "collapse_pair", "loop_chain",
-           "loop_extent", "rewrite_nests"]
+__all__ = ["MIN_INNER_EXTENT", "CollapseLoops", "ViewAccesses", "collapse_loops",
+           "collapse_pair", "loop_chain", "loop_extent", "rewrap", "rewrite_nests"]
 
 #: Innermost loops shorter than this are merged with the loop around them.
 MIN_INNER_EXTENT = 64
@@ -44,7 +44,31 @@ def loop_extent(loop: For) -> int | None:
     return loop.extent.value if isinstance(loop.extent, IntImm) else None
 
 
-class _MergeAccesses(StmtExprMutator):
+class ViewAccesses(StmtExprMutator):
+    """Rewrites each buffer access that :meth:`view` maps to a view of its buffer and new
+    indices (a subclass says how); ``failed`` is set by :meth:`view` when an access does
+    not fit."""
+
+    failed = False
+
+    def view(self, buf: Buffer, indices: tuple) -> tuple[Buffer, tuple] | None:
+        """The view and indices replacing an access, or None when it stays as it is."""
+        raise NotImplementedError
+
+    def visit_buffer_load(self, node: BufferLoad) -> BufferLoad:
+        """The load through its view, if it has one."""
+        found = self.view(node.buffer, node.indices)
+        return node if found is None else BufferLoad(found[0], found[1], span=node.span)
+
+    def visit_buffer_store(self, node: BufferStore) -> BufferStore:
+        """The store through its view, if it has one."""
+        found = self.view(node.buffer, node.indices)
+        if found is None:
+            return node
+        return BufferStore(found[0], node.value, found[1], span=node.span)
+
+
+class _MergeAccesses(ViewAccesses):
     """Rewrites the accesses at ``[..., i, j, ...]`` into accesses at ``[..., f, ...]`` of
     views merging the two dimensions; ``failed`` when an access uses ``i`` or ``j`` any
     other way it can see (other uses are caught afterwards)."""
@@ -56,8 +80,8 @@ class _MergeAccesses(StmtExprMutator):
         self.views: dict[tuple[int, int], Buffer] = {}
         self.failed = False
 
-    def merged(self, buf: Buffer, indices: tuple) -> tuple[Buffer, tuple] | None:
-        """The view and indices replacing an access, or None when it stays as it is."""
+    def view(self, buf: Buffer, indices: tuple) -> tuple[Buffer, tuple] | None:
+        """The merged view and indices replacing an access, or None when it stays."""
         at_i = [d for d, index in enumerate(indices) if index is self.i]
         at_j = [d for d, index in enumerate(indices) if index is self.j]
         if not at_i and not at_j:
@@ -72,18 +96,6 @@ class _MergeAccesses(StmtExprMutator):
             shape = (*buf.shape[:d], buf.shape[d] * buf.shape[d + 1], *buf.shape[d + 2:])
             view = self.views[(id(buf), d)] = attrs.evolve(buf, shape=shape)
         return view, (*indices[:d], self.f, *indices[d + 2:])
-
-    def visit_buffer_load(self, node: BufferLoad) -> BufferLoad:
-        """The load from the merged view, if it is one."""
-        found = self.merged(node.buffer, node.indices)
-        return node if found is None else BufferLoad(found[0], found[1], span=node.span)
-
-    def visit_buffer_store(self, node: BufferStore) -> BufferStore:
-        """The store into the merged view, if it is one."""
-        found = self.merged(node.buffer, node.indices)
-        if found is None:
-            return node
-        return BufferStore(found[0], node.value, found[1], span=node.span)
 
 
 def collapse_pair(outer: For, inner: For) -> For | None:
@@ -122,7 +134,12 @@ def _collapsed(nest: For) -> For:
         keep -= 1
     if inner is chain[-1]:
         return nest
-    for loop in reversed(chain[:keep]):
+    return rewrap(chain[:keep], inner)
+
+
+def rewrap(outer: list[For], inner: For) -> For:
+    """``inner`` inside the loops ``outer`` (outermost first), as they were."""
+    for loop in reversed(outer):
         inner = attrs.evolve(loop, body=inner)
     return inner
 

@@ -29,9 +29,15 @@ from passhost.ir.module import IRModule
 from passhost.tir.expr import BufferLoad, Var
 from passhost.tir.function import Buffer, PrimFunc
 from passhost.tir.stmt import BufferStore, For
-from passhost.tir.transform.collapse_loops import loop_chain, loop_extent, rewrite_nests
+from passhost.tir.transform.collapse_loops import (
+    ViewAccesses,
+    loop_chain,
+    loop_extent,
+    rewrap,
+    rewrite_nests,
+)
 from passhost.tir.transform.prim_func_pass import prim_func_pass
-from passhost.tir.visitor import StmtExprMutator, post_order
+from passhost.tir.visitor import post_order
 from passhost.transform.context import PassContext
 
 __all__ = ["COLUMN_TILES", "ROW_TILES", "TileTransposes", "tile_transposes"]
@@ -51,7 +57,7 @@ def _positions(indices: tuple, var: Var) -> list[int]:
     return [d for d, index in enumerate(indices) if index is var]
 
 
-class _SplitAccesses(StmtExprMutator):
+class _SplitAccesses(ViewAccesses):
     """Rewrites each access indexing ``i`` (extent ``a``) or ``j`` (extent ``b``) into one
     through a view splitting those dimensions into (outer, tile); ``failed`` when an access
     does not index them as whole indices at dimensions of those extents."""
@@ -64,8 +70,8 @@ class _SplitAccesses(StmtExprMutator):
         self.views: dict[tuple[int, tuple[int, ...]], Buffer] = {}
         self.failed = False
 
-    def split(self, buf: Buffer, indices: tuple) -> tuple[Buffer, tuple] | None:
-        """The view and indices replacing an access, or None when it stays as it is."""
+    def view(self, buf: Buffer, indices: tuple) -> tuple[Buffer, tuple] | None:
+        """The split view and indices replacing an access, or None when it stays."""
         split: dict[int, tuple[int, int, Var, Var]] = {}
         for var, extent, tile, outer, inner in ((self.i, self.extents[0], self.tiles[0],
                                                  self.io, self.ii),
@@ -94,18 +100,6 @@ class _SplitAccesses(StmtExprMutator):
         if view is None:
             view = self.views[key] = attrs.evolve(buf, shape=tuple(shape))
         return view, tuple(new_indices)
-
-    def visit_buffer_load(self, node: BufferLoad) -> BufferLoad:
-        """The load through the split view, if it indexes the loops."""
-        found = self.split(node.buffer, node.indices)
-        return node if found is None else BufferLoad(found[0], found[1], span=node.span)
-
-    def visit_buffer_store(self, node: BufferStore) -> BufferStore:
-        """The store through the split view, if it indexes the loops."""
-        found = self.split(node.buffer, node.indices)
-        if found is None:
-            return node
-        return BufferStore(found[0], node.value, found[1], span=node.span)
 
 
 def _transposing(store: BufferStore, i: Var, j: Var) -> bool:
@@ -147,11 +141,7 @@ def _tiled(nest: For) -> For:
     """``nest`` with its innermost pair of loops tiled, when it is a transpose."""
     chain = loop_chain(nest)
     inner = tile_pair(chain[-2], chain[-1]) if len(chain) >= 2 else None
-    if inner is None:
-        return nest
-    for loop in reversed(chain[:-2]):
-        inner = attrs.evolve(loop, body=inner)
-    return inner
+    return nest if inner is None else rewrap(chain[:-2], inner)
 
 
 def tile_transposes(func: PrimFunc) -> PrimFunc:
