@@ -47,7 +47,7 @@ inside the group; other constants become parameters, so weights stay in the call
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from passhost.errors import OptionError
 from passhost.ir import traversal
@@ -164,7 +164,7 @@ def _users(order: list[BaseExpr], root: BaseExpr) -> dict[int, object]:
     return users
 
 
-def _all_users(order: list[BaseExpr]) -> dict[int, list[BaseExpr]]:
+def _all_users(order: list[Any]) -> dict[int, list[BaseExpr]]:
     """Node id -> the nodes using it, once each (the function's caller not counted)."""
     users: dict[int, list[BaseExpr]] = {}
     for node in order:
@@ -240,7 +240,7 @@ def _assign_groups(calls: list[Call], users: dict[int, object],
 def _recomputable(call: Call) -> bool:
     """True for a call cheap enough to compute again for each of its users in a group: an
     injective one (a reshape, a transpose) or a ``cast``."""
-    return _pattern(call) is _P.INJECTIVE or call.op.name == "cast"
+    return _pattern(call) is _P.INJECTIVE or getattr(call.op, "name", None) == "cast"
 
 
 def _merge_into_users(call: Call, groups: dict[int, _Group], owner: dict[int, Call],
@@ -251,9 +251,10 @@ def _merge_into_users(call: Call, groups: dict[int, _Group], owner: dict[int, Ca
     enters that group, so merging keeps the graph acyclic; ``owner`` of later calls is
     final, the calls being visited last to first."""
     group = groups[id(call)]
-    users = all_users.get(id(call), [])
+    found = all_users.get(id(call), [])
+    users = [u for u in found if isinstance(u, Call) and id(u) in owner]
     if group.size != 1 or not _recomputable(call) or len(users) < 2 \
-            or not all(isinstance(u, Call) and id(u) in owner for u in users):
+            or len(users) != len(found):
         return
     target = owner[id(users[0])]
     merged = groups[id(target)]

@@ -26,9 +26,9 @@ from __future__ import annotations
 import attrs
 
 from passhost.ir.module import IRModule
-from passhost.tir.expr import BufferLoad, Var
+from passhost.tir.expr import BufferLoad, Var, const
 from passhost.tir.function import Buffer, PrimFunc
-from passhost.tir.stmt import BufferStore, For
+from passhost.tir.stmt import BufferStore, For, Stmt
 from passhost.tir.transform.collapse_loops import (
     ViewAccesses,
     loop_chain,
@@ -131,10 +131,11 @@ def tile_pair(outer: For, inner: For) -> For | None:
     body = mutator.visit(store)
     if mutator.failed or any(n is i or n is j for n in post_order(body)):
         return None
-    tile = For(ii, 0, ti, "serial", For(ji, 0, tj, "serial", body, span=inner.span),
-               span=outer.span)
-    return For(io, 0, a // ti, "serial", For(jo, 0, b // tj, "serial", tile, span=inner.span),
-               span=outer.span)
+    def loop(var: Var, extent: int, loop_body: Stmt) -> For:
+        return For(var, const(0, var.dtype), const(extent, var.dtype), "serial", loop_body,
+                   span=outer.span)
+
+    return loop(io, a // ti, loop(jo, b // tj, loop(ii, ti, loop(ji, tj, body))))
 
 
 def _tiled(nest: For) -> For:
