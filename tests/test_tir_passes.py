@@ -313,6 +313,52 @@ def test_tile_transposes_walks_a_transposing_pair_in_tiles_over_split_views():
         """)
 
 
+KEYS_PER_HEAD = """\
+    prim_func @f [global_symbol="f"] (%k_data: handle, %b_data: handle) {
+      buffer %k: float32[32, 96] = match(%k_data, data=%k_data);
+      buffer %b: float32[3, 32, 32] = match(%b_data, data=%b_data);
+      for %h: int64 in serial(int64(0), int64(3)) {
+        for %d: int64 in serial(int64(0), int64(32)) {
+          for %t: int64 in serial(int64(0), int64(32)) {
+            %b[%h, %d, %t] = %k[%t, %h * int64(32) + %d];
+          }
+        }
+      }
+    }
+    """
+
+
+def test_tile_transposes_takes_a_transposed_index_with_a_base_of_whole_tiles():
+    # GPT-2's keys: [tokens, heads * dim] read as [heads, dim, tokens]
+    store = ("%b_1[%h, %d_outer, %d_inner, %t_outer, %t_inner] = "
+             "%k_1[%t_outer, %t_inner, %h * int64(2) + %d_outer, %d_inner];")
+    assert _run(TileTransposes, _parse(KEYS_PER_HEAD)) == _expect(f"""\
+        prim_func @f [global_symbol="f"] (%k_data: handle, %b_data: handle) {{
+          buffer %k: float32[32, 96] = match(%k_data, data=%k_data);
+          buffer %b: float32[3, 32, 32] = match(%b_data, data=%b_data);
+          buffer %b_1: float32[3, 2, 16, 2, 16] = view(%b_data);
+          buffer %k_1: float32[2, 16, 6, 16] = view(%k_data);
+          for %h: int64 in serial(int64(0), int64(3)) {{
+            for %d_outer: int64 in serial(int64(0), int64(2)) {{
+              for %t_outer: int64 in serial(int64(0), int64(2)) {{
+                for %d_inner: int64 in serial(int64(0), int64(16)) {{
+                  for %t_inner: int64 in serial(int64(0), int64(16)) {{
+                    {store}
+                  }}
+                }}
+              }}
+            }}
+          }}
+        }}
+        """)
+    rng = np.random.default_rng(5)
+    keys = rng.standard_normal((32, 96)).astype("float32")
+    with PassContext(opt_level=3):
+        after = TileTransposes()(_parse(KEYS_PER_HEAD))
+    np.testing.assert_array_equal(run_prim_func(after["f"], [keys])[0],
+                                  keys.reshape(32, 3, 32).transpose(1, 2, 0))
+
+
 def test_tiled_transposes_compute_the_same_numbers():
     rng = np.random.default_rng(4)
     before = _parse(TRANSPOSING)

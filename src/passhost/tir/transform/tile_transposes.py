@@ -14,11 +14,13 @@ use them; the stores stay contiguous along ``ji``, which AnnotateLoops vectorise
 
 The pair is the innermost two loops of a nest (serial, from 0, constant extents) around
 one ``BufferStore``. It is tiled when the store has ``j`` as its last index, some load has
-``i`` as its last index and ``j`` before it, and every access indexes each of ``i`` and
-``j`` only as a whole index, at a dimension of the loop's extent (the access then goes
-through a view of its buffer splitting those dimensions in two). ``TI`` is the largest of
-:data:`ROW_TILES` dividing ``A`` and ``TJ`` the largest of :data:`COLUMN_TILES` dividing
-``B`` and smaller than it; a pair without them is left alone.
+``i`` in its last index and ``j`` before it, and every access indexes each of ``i`` and
+``j`` in one dimension only, as ``v`` or ``base + v`` with ``base`` a constant multiple of
+the tile by its form (``h * 64``: GPT-2's keys, transposed per head from ``[128, 768]``),
+at a dimension the tile divides (the access then goes through a view of its buffer
+splitting those dimensions in two). ``TI`` is the largest of :data:`ROW_TILES` dividing
+``A`` and ``TJ`` the largest of :data:`COLUMN_TILES` dividing ``B`` and smaller than it; a
+pair without them is left alone (ViT-B/16's 197 tokens).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 import attrs
 
 from passhost.ir.module import IRModule
-from passhost.tir.expr import BufferLoad, Var, const
+from passhost.tir.expr import Add, BufferLoad, IntImm, Mul, PrimExpr, Var, const
 from passhost.tir.function import Buffer, PrimFunc
 from passhost.tir.stmt import BufferStore, For, Stmt
 from passhost.tir.transform.collapse_loops import (
@@ -53,45 +55,74 @@ def _largest_divisor(extent: int, tiles: tuple[int, ...], below: int) -> int | N
     return next((t for t in tiles if extent % t == 0 and t < below), None)
 
 
-def _positions(indices: tuple, var: Var) -> list[int]:
-    return [d for d, index in enumerate(indices) if index is var]
+def _uses(index: PrimExpr, var: Var) -> bool:
+    return any(n is var for n in post_order(index))
+
+
+def _divided(expr: PrimExpr, tile: int) -> PrimExpr | None:
+    """``expr / tile`` when ``expr`` is a constant or a product by a constant that ``tile``
+    divides, else None."""
+    if isinstance(expr, IntImm):
+        return const(expr.value // tile, expr.dtype) if expr.value % tile == 0 else None
+    if isinstance(expr, Mul):
+        for x, k in ((expr.a, expr.b), (expr.b, expr.a)):
+            if isinstance(k, IntImm) and k.value % tile == 0:
+                return x if k.value == tile else Mul(x, const(k.value // tile, k.dtype))
+    return None
+
+
+def _tile_base(index: PrimExpr, var: Var, tile: int) -> PrimExpr | None:
+    """For an index ``var`` or ``base + var`` (``base`` a multiple of ``tile`` by its form,
+    see :func:`_divided`), the index of its first tile: 0 or ``base / tile``; else None."""
+    if index is var:
+        return const(0, var.dtype)
+    if isinstance(index, Add):
+        for base, v in ((index.a, index.b), (index.b, index.a)):
+            if v is var and not _uses(base, var):
+                return _divided(base, tile)
+    return None
 
 
 class _SplitAccesses(ViewAccesses):
-    """Rewrites each access indexing ``i`` (extent ``a``) or ``j`` (extent ``b``) into one
-    through a view splitting those dimensions into (outer, tile); ``failed`` when an access
-    does not index them as whole indices at dimensions of those extents."""
+    """Rewrites each access indexing ``i`` or ``j`` into one through a view splitting
+    those dimensions into (tiles, tile); ``failed`` when an access indexes them some other
+    way than ``var`` or ``base + var`` (see :func:`_tile_base`) at a dimension the tile
+    divides."""
 
     def __init__(self, loops: tuple[Var, Var, Var, Var, Var, Var],
-                 extents: tuple[int, int], tiles: tuple[int, int]) -> None:
+                 tiles: tuple[int, int]) -> None:
         super().__init__()
         self.i, self.j, self.io, self.ii, self.jo, self.ji = loops
-        self.extents, self.tiles = extents, tiles
+        self.tiles = tiles
         self.views: dict[tuple[int, tuple[int, ...]], Buffer] = {}
         self.failed = False
 
     def view(self, buf: Buffer, indices: tuple) -> tuple[Buffer, tuple] | None:
         """The split view and indices replacing an access, or None when it stays."""
-        split: dict[int, tuple[int, int, Var, Var]] = {}
-        for var, extent, tile, outer, inner in ((self.i, self.extents[0], self.tiles[0],
-                                                 self.io, self.ii),
-                                                (self.j, self.extents[1], self.tiles[1],
-                                                 self.jo, self.ji)):
-            at = _positions(indices, var)
-            if len(at) > 1 or (at and buf.shape[at[0]] != extent):
+        split: dict[int, tuple[int, PrimExpr, Var, Var]] = {}
+        for var, other, tile, outer, inner in ((self.i, self.j, self.tiles[0], self.io,
+                                                self.ii),
+                                               (self.j, self.i, self.tiles[1], self.jo,
+                                                self.ji)):
+            at = [d for d, index in enumerate(indices) if _uses(index, var)]
+            if not at:
+                continue
+            base = _tile_base(indices[at[0]], var, tile) if len(at) == 1 else None
+            if base is None or buf.shape[at[0]] % tile or _uses(base, other):
                 self.failed = True
                 return None
-            if at:
-                split[at[0]] = (extent // tile, tile, outer, inner)
+            split[at[0]] = (tile, base, outer, inner)
         if not split:
             return None
         shape: list[int] = []
         new_indices: list = []
         for d, (size, index) in enumerate(zip(buf.shape, indices)):
             if d in split:
-                outer_size, tile, outer, inner = split[d]
-                shape += [outer_size, tile]
-                new_indices += [outer, inner]
+                tile, base, outer, inner = split[d]
+                shape += [size // tile, tile]
+                first = outer if isinstance(base, IntImm) and base.value == 0 else \
+                    Add(base, outer)
+                new_indices += [first, inner]
             else:
                 shape.append(size)
                 new_indices.append(index)
@@ -103,11 +134,11 @@ class _SplitAccesses(ViewAccesses):
 
 
 def _transposing(store: BufferStore, i: Var, j: Var) -> bool:
-    """Whether ``store`` writes along ``j`` while one of its loads reads along ``i`` with
-    ``j`` in an outer dimension."""
+    """Whether ``store`` writes along ``j`` while one of its loads reads along ``i`` (its
+    last index ``i`` or ``base + i``) with ``j`` in an outer dimension."""
     if not store.indices or store.indices[-1] is not j:
         return False
-    return any(isinstance(n, BufferLoad) and n.indices and n.indices[-1] is i
+    return any(isinstance(n, BufferLoad) and n.indices and _uses(n.indices[-1], i)
                and any(index is j for index in n.indices[:-1])
                for n in post_order(store.value))
 
@@ -127,7 +158,7 @@ def tile_pair(outer: For, inner: For) -> For | None:
         return None
     io, ii = Var(f"{i.name_hint}_outer", i.dtype), Var(f"{i.name_hint}_inner", i.dtype)
     jo, ji = Var(f"{j.name_hint}_outer", j.dtype), Var(f"{j.name_hint}_inner", j.dtype)
-    mutator = _SplitAccesses((i, j, io, ii, jo, ji), (a, b), (ti, tj))
+    mutator = _SplitAccesses((i, j, io, ii, jo, ji), (ti, tj))
     body = mutator.visit(store)
     if mutator.failed or any(n is i or n is j for n in post_order(body)):
         return None
