@@ -101,14 +101,16 @@ def _mel_weight_matrix(ctx: NodeContext) -> Value:
     if not 0 <= edges[0] <= edges[1] < np.inf:
         raise ctx.error(f"expected 0 <= lower_edge_hertz <= upper_edge_hertz (finite), found "
                         f"{edges[0]} and {edges[1]}")
-    # The points are computed in the edges' dtype, as ONNX's reference does (the filters'
-    # integer corners depend on it); half-precision edges in float32.
+    # The points are computed in the edges' dtype with the operations ONNX's reference uses
+    # (log1p and expm1 over ln 10): the filters' integer corners are floors, and an edge on
+    # a bin (832.5 to 1665 Hz, 27 points at 3330 Hz) rounds to one side or the other with
+    # log10 and 10 ** x. Half-precision edges are taken in float32.
     work = edges[0].dtype if edges[0].dtype.itemsize >= 4 else np.dtype(np.float32)
     low, high = (e.astype(work) for e in edges)
-    mel_low, mel_high = (2595 * np.log10(1 + f / 700) for f in (low, high))
+    mel_low, mel_high = (2595 * np.log1p(f / 700) / np.log(10) for f in (low, high))
     points = np.arange(bins + 2)
     mels = points * ((mel_high - mel_low) / points.size) + mel_low
-    hertz = 700 * (np.power(10, mels / 2595) - 1)
+    hertz = 700 * np.expm1(mels / 2595 * np.log(10))
     corner = (((length + 1) * hertz) // rate).astype(np.int64)
     left, centre, right = corner[:-2], corner[1:-1], corner[2:]
     j = np.arange(length // 2 + 1).reshape(-1, 1)
