@@ -104,6 +104,23 @@ def test_a_wide_conv_packs_columns_for_every_chunk_of_output_channels(threads):
     assert_same(got, expected, atol=1e-5)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("n", "c", "o", "h", "w"), [
+    (1, 64, 40, 28, 28),    # 24 whole column blocks and a partial one, one slab
+    (2, 256, 24, 20, 20),   # a reduction of exactly one slab, two images
+    (1, 300, 16, 23, 23),   # two slabs, read straight from the data
+    (1, 24, 136, 56, 60),   # 105 blocks: several spans, two chunks of output channels
+])
+def test_1x1_convolutions_over_many_column_blocks(threads, n, c, o, h, w):
+    """1x1 convolutions over planes of many column blocks, whose whole blocks are read
+    straight from the data: output channels outer over spans of blocks where the reduction
+    fits one slab, slab by slab where it does not, the partial last block packed."""
+    data, weight = _data((n, c, h, w)), _data((o, c, 1, 1))
+    got, expected, source = run_op("nn.conv2d", {}, [data, weight], num_threads=threads)
+    assert uses_native_kernel(source)
+    assert_same(got, expected, rtol=1e-4, atol=1e-4)
+
+
 @st.composite
 def depthwise_case(draw):
     kh, kw, attrs = draw(window_attrs())
