@@ -93,6 +93,16 @@ static void pack_panels(float *restrict ap, const float *restrict w, i64 m, i64 
   }
 }
 
+/* proto's epilogue for the tile of micro-panel q at column p0 of image b, group grp. */
+static tile_out tile_at(const conv_geom *cv, const tile_out *proto, i64 b, i64 grp, i64 q,
+                        i64 p0) {
+  tile_out out = *proto;
+  out.m0 = grp * cv->og + q * MR;
+  out.y += (b * cv->o + out.m0) * cv->p + p0;
+  if (out.res) out.res += (b * cv->o + out.m0) * cv->p + p0;
+  return out;
+}
+
 /* The whole column blocks [blk0, blk1) of a 1x1 convolution's task (uses_direct_rows), read
  * straight from the data: each micro-panel of output channels in turn, q0 to q1, runs along
  * the blocks over the whole reduction, its weights staying in L1 and the span's columns in
@@ -108,10 +118,7 @@ static void direct_rows(const conv_geom *cv, const float *xg, const float *wg, i
     for (i64 blk = blk0; blk < blk1; blk++) {
       const i64 p0 = blk * NR;
       const i64 ahead = q == q0 && p0 + 2 * NR <= cv->p ? NR : 0;
-      tile_out out = *proto;
-      out.m0 = grp * cv->og + q * MR;
-      out.y += (b * cv->o + out.m0) * cv->p + p0;
-      if (out.res) out.res += (b * cv->o + out.m0) * cv->p + p0;
+      const tile_out out = tile_at(cv, proto, b, grp, q, p0);
       micro_tile(wg + q * cv->k * MR, min64(MR, cv->og - q * MR), xg + p0, cv->p, cv->k, NULL,
                  0, &out, ahead);
     }
@@ -152,10 +159,7 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
       }
       const i64 ahead = direct && p0 + 2 * NR <= cv->p ? NR : 0;
       for (i64 q = q0; q < q1; q++) {
-        tile_out out = *proto;
-        out.m0 = grp * cv->og + q * MR;
-        out.y += (b * cv->o + out.m0) * cv->p + p0;
-        if (out.res) out.res += (b * cv->o + out.m0) * cv->p + p0;
+        const tile_out out = tile_at(cv, proto, b, grp, q, p0);
         float *raw = cb + ((blk - first) * MCP + q - q0) * MR * NR;
         if (width <= VW)
           micro_tile_narrow(wg + (q * cv->k + k0) * MR, panel, ldb, kc, raw, k0 > 0);
@@ -419,8 +423,8 @@ static void packed_products(void *arg, i64 t) {
     i64 blk0, blk1, q0, q1;
     part_range(cv->blocks, cv->spans, item % cv->spans, &blk0, &blk1);
     part_range(cv->panels, cv->chunks, item / cv->spans, &q0, &q1);
-    const float *cols = shared_cols(cv) ? job->cols : NULL;
-    conv_task(cv, xg, wg, cols, bp, cb, q0, q1, blk0, blk1, job->proto, b, grp);
+    conv_task(cv, xg, wg, shared_cols(cv) ? job->cols : NULL, bp, cb, q0, q1, blk0, blk1,
+              job->proto, b, grp);
     const i64 first = slab_first(cv, blk0, blk1), last = blk1 - 1, p0 = last * NR;
     if (cv->p - p0 < NR) {
       for (i64 q = q0; q < q1; q++) {
