@@ -67,7 +67,9 @@ def _layers() -> list[Layer]:
     resnet = [("stem", 3, 224, 64, 7, 2, 1), ("1x1", 64, 56, 256, 1, 1, 1),
               ("3x3", 64, 56, 64, 3, 1, 1), ("1x1", 256, 56, 64, 1, 1, 1),
               ("3x3", 128, 28, 128, 3, 1, 1), ("3x3", 256, 14, 256, 3, 1, 1),
-              ("3x3", 512, 7, 512, 3, 1, 1), ("1x1", 2048, 7, 512, 1, 1, 1)]
+              ("3x3", 512, 7, 512, 3, 1, 1), ("1x1", 2048, 7, 512, 1, 1, 1),
+              ("3x3 s2", 128, 56, 128, 3, 2, 1), ("3x3 s2", 256, 28, 256, 3, 2, 1),
+              ("3x3 s2", 512, 14, 512, 3, 2, 1)]
     return ([Layer(f"mobilenet-v2 {n}", *g, act="relu6") for n, *g in mobilenet]
             + [Layer(f"efficientnet-b0 {n}", *g, act="silu") for n, *g in efficientnet]
             + [Layer(f"resnet-50 {n}", *g, act="relu") for n, *g in resnet])

@@ -105,6 +105,23 @@ def test_a_wide_conv_packs_columns_for_every_chunk_of_output_channels(threads):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("n", "c", "o", "h", "w", "k", "stride"), [
+    (1, 40, 136, 15, 17, 3, 2),   # two slabs of the reduction, two chunks of output channels
+    (2, 3, 20, 30, 31, 7, 2),     # a 7x7 stem: blocks across row ends, two images
+    (1, 64, 24, 9, 9, 3, 1),      # three slabs at stride 1, a plane too small for Winograd
+    (1, 12, 16, 12, 12, 2, 2),    # 2x2 at stride 2: the wide grid is the output grid
+])
+def test_wide_grid_convolutions_copy_each_blocks_rows(threads, n, c, o, h, w, k, stride):
+    """Convolutions on the wide grid of the phase planes, whose blocks' rows are copied
+    out of the planes one reduction slab at a time."""
+    data, weight = _data((n, c, h, w)), _data((o, c, k, k))
+    attrs = {"padding": (k // 2,) * 4, "strides": (stride, stride)}
+    got, expected, source = run_op("nn.conv2d", attrs, [data, weight], num_threads=threads)
+    assert uses_native_kernel(source)
+    assert_same(got, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(("n", "c", "o", "h", "w"), [
     (1, 64, 40, 28, 28),    # 24 whole column blocks and a partial one, one slab
     (2, 256, 24, 20, 20),   # a reduction of exactly one slab, two images

@@ -301,13 +301,12 @@ static inline vf vclamp(vf v, vf lo, vf hi) {
 
 /* acc = a x b[kc rows][nv * VW], plus c[MR][nv * VW] (rows NR apart) when `accumulate`, where
  * a is a packed panel of MR rows: a[k * MR + i] is row i, column k, and row k of b starts at
- * b + k * ldb, or at b + boff[k] when boff is given. The result goes raw into c, or, when
- * `out` is set (whole tiles: nv = NV), through the epilogue into out->y (only the first
- * `rows` rows). With `ahead` > 0, NR floats of each row of b `ahead` floats on (the next
+ * b + k * ldb. The result goes raw into c, or, when `out` is set (whole tiles: nv = NV),
+ * through the epilogue into out->y (only the first `rows` rows). With `ahead` > 0, NR floats of each row of b `ahead` floats on (the next
  * block's) are fetched into L2 as the sums are taken. Inlined with constant nv. */
 static inline __attribute__((always_inline)) void micro_core(
-    const float *restrict a, i64 rows, const float *restrict b, i64 ldb, const i64 *boff,
-    i64 kc, float *restrict c, int accumulate, const tile_out *out, i64 ahead, const int nv) {
+    const float *restrict a, i64 rows, const float *restrict b, i64 ldb, i64 kc,
+    float *restrict c, int accumulate, const tile_out *out, i64 ahead, const int nv) {
   if (out) /* the next column block's output lines, fetched for writing while the sums are
              * taken: a large output's stores otherwise wait on its lines coming in (2% of
              * MobileNetV2, EfficientNet-B0, ResNet-50 and ConvNeXt-T; a prefetch past the
@@ -325,7 +324,7 @@ static inline __attribute__((always_inline)) void micro_core(
       acc[i][v] = accumulate ? *(const vf *)(c + i * NR + v * VW) : (vf){0};
   for (i64 k = 0; k < kc; k++) {
     __builtin_prefetch(a + k * MR + A_AHEAD, 0, 3);
-    const float *bk0 = boff ? b + boff[k] : b + k * ldb;
+    const float *bk0 = b + k * ldb;
     if (ahead > 0)
       for (int v = 0; v < NR; v += 64 / (int)sizeof(float))
         __builtin_prefetch(bk0 + ahead + v, 0, 2);
@@ -370,14 +369,14 @@ static inline __attribute__((always_inline)) void micro_core(
 static inline void micro_tile(const float *restrict a, i64 rows, const float *restrict b, i64 ldb,
                        i64 kc, float *restrict c, int accumulate, const tile_out *out,
                        i64 ahead) {
-  micro_core(a, rows, b, ldb, NULL, kc, c, accumulate, out, ahead, NV);
+  micro_core(a, rows, b, ldb, kc, c, accumulate, out, ahead, NV);
 }
 
 /* micro_tile's raw sums of the first VW columns only, for a last block of at most VW columns
  * (at 14x14, 196 = 6 x 32 + 4 columns: half the work of a whole block for the last one). */
 static inline void micro_tile_narrow(const float *restrict a, const float *restrict b, i64 ldb,
                                      i64 kc, float *restrict c, int accumulate) {
-  micro_core(a, MR, b, ldb, NULL, kc, c, accumulate, NULL, 0, 1);
+  micro_core(a, MR, b, ldb, kc, c, accumulate, NULL, 0, 1);
 }
 
 /* Transposes the VW x VW block of rows r in place (r[i][k] becomes r[k][i]): log2(VW)
