@@ -125,13 +125,16 @@ def test_wide_grid_convolutions_copy_each_blocks_rows(threads, n, c, o, h, w, k,
 @pytest.mark.parametrize(("n", "c", "o", "h", "w"), [
     (1, 64, 40, 28, 28),    # 24 whole column blocks and a partial one, one slab
     (2, 256, 24, 20, 20),   # a reduction of exactly one slab, two images
-    (1, 300, 16, 23, 23),   # two slabs, read straight from the data
+    (1, 300, 16, 20, 24),   # two slabs, read straight from the data
     (1, 24, 136, 56, 60),   # 105 blocks: several spans, two chunks of output channels
+    (1, 200, 40, 14, 14),   # rows off vector boundaries, one slab: copied block by block
+    (2, 300, 136, 13, 15),  # off vector boundaries, two slabs, two chunks, two images
 ])
 def test_1x1_convolutions_over_many_column_blocks(threads, n, c, o, h, w):
     """1x1 convolutions over planes of many column blocks, whose whole blocks are read
-    straight from the data: output channels outer over spans of blocks where the reduction
-    fits one slab, slab by slab where it does not, the partial last block packed."""
+    straight from the data where its rows start on vector boundaries, else copied: output
+    channels outer over spans of blocks where the reduction fits one slab, slab by slab
+    where it does not, the partial last block packed."""
     data, weight = _data((n, c, h, w)), _data((o, c, 1, 1))
     got, expected, source = run_op("nn.conv2d", {}, [data, weight], num_threads=threads)
     assert uses_native_kernel(source)

@@ -20,9 +20,13 @@
 #define DIRECT_NB 16
 
 /* Whether a convolution's whole column blocks go to direct_rows: 1x1 convolutions whose
- * reduction fits one slab. Over longer ones, the slabs' panels staying in L1 (conv_task) do
- * better: ResNet-50's 512 -> 128 at 28x28 and 1024 -> 256 at 14x14 took 1.02x the time. */
-static int uses_direct_rows(const conv_geom *cv) { return direct_conv(cv) && cv->k <= KC; }
+ * reduction fits one slab, over rows that can be read in place. Over longer ones, the slabs'
+ * panels staying in L1 (conv_task) do better: ResNet-50's 512 -> 128 at 28x28 and
+ * 1024 -> 256 at 14x14 took 1.02x the time. Rows that start off a vector boundary go
+ * through conv_task's copied tiles (its 256 -> 1024 at 14x14: 0.935x the time). */
+static int uses_direct_rows(const conv_geom *cv) {
+  return direct_conv(cv) && cv->k <= KC && aligned_rows(cv);
+}
 
 /* The spans for nt threads: a multiple of nt where there are blocks enough, so that the
  * items split into equal shares of equal work. */
@@ -135,8 +139,8 @@ static i64 slab_first(const conv_geom *cv, i64 blk0, i64 blk1) {
  * through the epilogue into `proto`'s output straight from the registers; a partial last
  * block is left raw in cb (tile (blk - first, q - q0), first = slab_first). Columns come
  * from `cols` (packed, blk-major K x NR each), straight from the data (a 1x1 convolution's
- * whole blocks, the first micro-panel's sums fetching the next one's), or are packed into
- * bp, slab by slab. Whole blocks that fit go to direct_rows instead. */
+ * whole blocks over aligned rows, the first micro-panel's sums fetching the next one's), or
+ * are copied (copy_block) or packed into bp, slab by slab. Whole blocks that fit go to direct_rows instead. */
 static void conv_task(const conv_geom *cv, const float *xg, const float *wg, const float *cols,
                       float *bp, float *cb, i64 q0, i64 q1, i64 blk0, i64 blk1,
                       const tile_out *proto, i64 b, i64 grp) {
@@ -151,13 +155,15 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
       i64 ldb = NR;
       if (cols) {
         panel = cols + (blk * cv->k + k0) * NR;
-      } else if (direct && width == NR) {
+      } else if (direct && width == NR && aligned_rows(cv)) {
         panel = xg + k0 * cv->p + p0;
         ldb = cv->p;
+      } else if (direct && width == NR) {
+        copy_block(bp, xg + k0 * cv->p + p0, NULL, cv->p, kc);
       } else {
         pack_cols(bp, NR, xg, cv, k0, kc, p0, width);
       }
-      const i64 ahead = direct && p0 + 2 * NR <= cv->p ? NR : 0;
+      const i64 ahead = ldb == cv->p && p0 + 2 * NR <= cv->p ? NR : 0;
       for (i64 q = q0; q < q1; q++) {
         const tile_out out = tile_at(cv, proto, b, grp, q, p0);
         float *raw = cb + ((blk - first) * MCP + q - q0) * MR * NR;

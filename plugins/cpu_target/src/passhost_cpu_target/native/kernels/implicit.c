@@ -7,7 +7,7 @@
  * phase planes (see phase_planes: one plane at stride 1, four at stride 2): tap (ky, kx) of
  * wide output p = oy * wq + ox is a plane element at p plus a fixed offset, so every row
  * k = (c, ky, kx) of the column matrix is a contiguous stretch of the planes, found through a
- * table of row offsets: nothing is gathered ahead (implicit_tile copies a block's rows as it
+ * table of row offsets: nothing is gathered ahead (copy_block copies a block's rows as it
  * goes). Outputs with ox >= OW are computed and
  * dropped, which costs little where the wide grid rounds up to at most a twentieth more
  * column blocks than the plane (14x14 at stride 1: 14 x 16 = 224, 7 blocks like 196; the
@@ -96,23 +96,10 @@ static void implicit_scatter(const conv_geom *cv, const window_geom *wg, const f
   }
 }
 
-/* Rows [k0, k0 + kc) of wide block blk's columns, copied from the planes into `tile` (kc rows
- * of NR floats, aligned), which the panels of a chunk then share. Read in place, each row
- * starts anywhere in the planes and every vector load of it spans two cache lines, for every
- * panel: ResNet-50's 3x3 stride-2 layers took 0.79x-0.90x the time copied (C harness, one
- * thread, warm), the 7x7 stem 0.90x-0.94x. */
-static void implicit_tile(float *restrict tile, const float *restrict planes, const i64 *boff,
-                          i64 blk, i64 k0, i64 kc) {
-  for (i64 k = 0; k < kc; k++) {
-    const float *row = planes + boff[k0 + k] + blk * NR;
-    for (int v = 0; v < NV; v++) *(vf *)(tile + k * NR + v * VW) = *(const vf *)(row + v * VW);
-  }
-}
-
 /* Sums of micro-panels [q0, q1) x wide blocks [blk0, blk1) of image b: through proto's
  * epilogue into the output or a staged tile for the blocks implicit_finished takes, else
  * raw into cb. Row k of the column matrix starts at planes + boff[k], copied a block at a
- * time (implicit_tile). */
+ * time (copy_block). */
 static void implicit_task(const conv_geom *cv, const window_geom *wg, const float *planes,
                           const i64 *boff, const float *wp, float *cb, i64 q0, i64 q1,
                           i64 blk0, i64 blk1, const tile_out *proto, i64 b) {
@@ -125,7 +112,7 @@ static void implicit_task(const conv_geom *cv, const window_geom *wg, const floa
       const int direct = last && implicit_in_row(cv, wg, blk);
       const int staged = last && !direct && implicit_finished(cv, wg, blk, proto->res);
       const i64 at = blk * NR / wg->wq * cv->ow + blk * NR % wg->wq;
-      implicit_tile(tile, planes, boff, blk, k0, kc);
+      copy_block(tile, planes + blk * NR, boff + k0, 0, kc);
       for (i64 q = q0; q < q1; q++) {
         const i64 rows = min64(MR, cv->o - q * MR);
         tile_out out = *proto;
