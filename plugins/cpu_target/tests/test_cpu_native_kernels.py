@@ -105,6 +105,25 @@ def test_a_wide_conv_packs_columns_for_every_chunk_of_output_channels(threads):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("n", "c", "o", "h", "w", "stride", "padding", "groups"), [
+    (1, 64, 136, 56, 56, 2, (0, 0, 0, 0), 1),   # to 28x28: rows read in place, two chunks
+    (2, 160, 64, 14, 14, 2, (0, 0, 0, 0), 1),   # to 7x7: transposed tiles, two images
+    (1, 40, 24, 15, 17, 2, (0, 0, 0, 0), 1),    # odd sizes: the last row and column dropped
+    (1, 12, 20, 10, 10, 2, (1, 0, 2, 1), 2),    # outputs on the padding, two groups
+    (1, 8, 16, 11, 13, 3, (0, 0, 0, 0), 1),     # stride 3
+])
+def test_strided_1x1_convolutions_subsample_their_input(threads, n, c, o, h, w, stride,
+                                                        padding, groups):
+    """Strided and padded 1x1 convolutions, taken as direct 1x1 convolutions of their input
+    subsampled into the scratch (zero where an output reads the padding)."""
+    data, weight = _data((n, c, h, w)), _data((o, c // groups, 1, 1))
+    attrs = {"strides": (stride, stride), "padding": padding, "groups": groups}
+    got, expected, source = run_op("nn.conv2d", attrs, [data, weight], num_threads=threads)
+    assert uses_native_kernel(source)
+    assert_same(got, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(("n", "c", "o", "h", "w", "k", "stride"), [
     (1, 40, 136, 15, 17, 3, 2),   # two slabs of the reduction, two chunks of output channels
     (2, 3, 20, 30, 31, 7, 2),     # a 7x7 stem: blocks across row ends, two images

@@ -189,9 +189,10 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
  * allows (transposed_rows); each tile is transposed back through the epilogue, which is
  * what the long reduction pays for. (At 14x14, where blocks waste an eighth, the transposed
  * form ran slower inside MobileNetV2 at 2 threads.) Gathering columns pays from 256 output channels
- * on, for the layers the wide grid does not take (path_of asks it first): strided 1x1
- * layers (ResNet-50's 1024 -> 2048 at stride 2, 14x14 to 7x7: 1.78 ms against packed
- * columns' 2.35, C harness, one thread), dilated ones. The wide grid beats it on strided
+ * on, for the layers the wide grid does not take (path_of asks it first), dilated ones
+ * (strided 1x1 layers are direct once subsampled: see subsampled_1x1; gathered, ResNet-50's
+ * 1024 -> 2048 at stride 2, 14x14 to 7x7, took 1.78 ms against packed columns' 2.35, C
+ * harness, one thread). The wide grid beats it on strided
  * 3x3 layers, whose gathered columns and weight panels together outgrow L2: ResNet-50's
  * 512-channel one at stride 2 took 2.0 ms there against 2.43-2.49 gathered, 1024 input
  * channels 4.1 against 9.1. (3x3 stride-1 layers of more than 128 channels on such planes
@@ -461,24 +462,87 @@ static conv_path path_of(const conv_geom *cv) {
   return CONV_PACKED;
 }
 
-/* Floats of the `cols` scratch ph_conv2d_nchw needs for geometry g (0: none). */
-i64 ph_conv2d_nchw_scratch(const i64 *g) {
+/* ---------------------------------------------------------------------------------------
+ * A 1x1 convolution that is not direct (strided, as ResNet's downsampling layers, or padded)
+ * reads one input position per output: it is taken as the direct 1x1 convolution of its
+ * input subsampled into the scratch (x'[c][oy][ox] = x[c][oy * sh - pt][ox * sw - pl], zero
+ * outside the data), one pass over its outputs' worth of data, so that it takes every path
+ * of direct 1x1 layers (columns read in place, the transposed form without a gather).
+ * Gathering each column block's strided rows run by run instead cost more than the products
+ * of a short reduction: ResNet-18's 64 -> 128 at 56x56 to 28x28 took 3.7x onnxruntime's
+ * time in the model, its 128 -> 256 to 14x14 2.3x.
+ */
+static int subsampled_1x1(const conv_geom *cv) {
+  return cv->kh == 1 && cv->kw == 1 && !direct_conv(cv);
+}
+
+/* The geometry the products take for geometry g: for a subsampled 1x1 convolution, that of
+ * the direct convolution of its subsampled input; else g's. */
+static conv_geom product_geometry(const i64 *g) {
   const conv_geom cv = conv_geometry(g);
+  if (!subsampled_1x1(&cv)) return cv;
+  const i64 direct[16] = {cv.n, cv.c, cv.oh, cv.ow, cv.o, cv.oh, cv.ow, 1,
+                          1,    1,    1,    1,    1,    0,    0,    cv.groups};
+  return conv_geometry(direct);
+}
+
+typedef struct {
+  const conv_geom *cv;
+  const float *x;
+  float *sub;
+  i64 tasks;
+} subsample_job;
+
+/* Task t of subsampling: a contiguous share of the input planes (images x channels). */
+static void subsample_planes(void *arg, i64 t) {
+  const subsample_job *job = arg;
+  const conv_geom *cv = job->cv;
+  i64 ylo, yhi, xlo, xhi, c0, c1;
+  valid_range(cv->oh, cv->sh, -cv->pt, cv->h, &ylo, &yhi);
+  valid_range(cv->ow, cv->sw, -cv->pl, cv->w, &xlo, &xhi);
+  part_range(cv->n * cv->c, job->tasks, t, &c0, &c1);
+  for (i64 c = c0; c < c1; c++) {
+    const float *plane = job->x + c * cv->h * cv->w;
+    float *dst = job->sub + c * cv->p;
+    for (i64 oy = 0; oy < cv->oh; oy++) {
+      float *row = dst + oy * cv->ow;
+      if (oy < ylo || oy >= yhi) {
+        memset(row, 0, (size_t)cv->ow * sizeof(float));
+        continue;
+      }
+      for (i64 ox = 0; ox < xlo; ox++) row[ox] = 0.0f;
+      strided_copy(row + xlo, plane + (oy * cv->sh - cv->pt) * cv->w + xlo * cv->sw - cv->pl,
+                   xhi - xlo, cv->sw);
+      for (i64 ox = xhi; ox < cv->ow; ox++) row[ox] = 0.0f;
+    }
+  }
+}
+
+/* Floats of the subsampled input a convolution of geometry cv needs first (0: none). */
+static i64 subsampled_floats(const conv_geom *cv) {
+  return subsampled_1x1(cv) ? cv->n * cv->c * cv->p : 0;
+}
+
+/* Floats of the `cols` scratch ph_conv2d_nchw needs for geometry g (0: none): the
+ * subsampled input, if any, then what the products' path asks. */
+i64 ph_conv2d_nchw_scratch(const i64 *g) {
+  const conv_geom given = conv_geometry(g), cv = product_geometry(g);
+  const i64 sub = subsampled_floats(&given);
   switch (path_of(&cv)) {
   case CONV_WINOGRAD:
-    return wino_scratch_floats(&cv);
+    return sub + wino_scratch_floats(&cv);
   case CONV_TRANSPOSED:
-    return direct_conv(&cv) ? 0 : cv.k * cv.p;
+    return sub + (direct_conv(&cv) ? 0 : cv.k * cv.p);
   case CONV_IMPLICIT:
-    return implicit_floats(&cv);
+    return sub + implicit_floats(&cv);
   default:
-    return shared_cols(&cv) ? cv.blocks * cv.k * NR : 0;
+    return sub + (shared_cols(&cv) ? cv.blocks * cv.k * NR : 0);
   }
 }
 
 /* Floats of the prepared weights (ph_conv2d_nchw_prepare) for geometry g. */
 i64 ph_conv2d_nchw_prepared(const i64 *g) {
-  const conv_geom cv = conv_geometry(g);
+  const conv_geom cv = product_geometry(g);
   switch (path_of(&cv)) {
   case CONV_WINOGRAD:
     return 16 * wino_rows(&cv) * cv.c;
@@ -493,7 +557,7 @@ i64 ph_conv2d_nchw_prepared(const i64 *g) {
  * matrix in panels (pack_panels); for Winograd, the 16 transformed matrices (G g G^T)[xi],
  * each O x C in panels. Returns 0, or -1 when memory runs out. */
 int ph_conv2d_nchw_prepare(const float *w, float *prep, const i64 *g) {
-  const conv_geom cv = conv_geometry(g);
+  const conv_geom cv = product_geometry(g);
   const conv_path path = path_of(&cv);
   if (path == CONV_TRANSPOSED) {
     pack_transposed(prep, w, cv.o, cv.k);
@@ -526,6 +590,15 @@ static int conv2d_nchw(const float *x, const float *prep, float *y, const float 
                        const float *res, float *cols, const i64 *g, const float *bounds) {
   conv_geom cv = conv_geometry(g);
   const int nt = num_threads(g[16]);
+  if (subsampled_1x1(&cv)) {
+    subsample_job sub = {.cv = &cv, .x = x, .sub = cols,
+                         .tasks = split_tasks(cv.n * cv.c, subsampled_floats(&cv) * COPY_WORK,
+                                              nt)};
+    ph_parallel(sub.tasks, nt, subsample_planes, &sub);
+    x = cols;
+    cols += subsampled_floats(&cv);
+    cv = product_geometry(g);
+  }
   const float lo = bounds[0], hi = bounds[1];
   const int act = activation_of(bounds);
   const conv_path path = path_of(&cv);
