@@ -140,7 +140,8 @@ static i64 slab_first(const conv_geom *cv, i64 blk0, i64 blk1) {
  * block is left raw in cb (tile (blk - first, q - q0), first = slab_first). Columns come
  * from `cols` (packed, blk-major K x NR each), straight from the data (a 1x1 convolution's
  * whole blocks over aligned rows, the first micro-panel's sums fetching the next one's), or
- * are copied (copy_block) or packed into bp, slab by slab. Whole blocks that fit go to direct_rows instead. */
+ * are copied (copy_block) or packed into bp, slab by slab. Whole blocks that fit go to
+ * direct_rows instead. */
 static void conv_task(const conv_geom *cv, const float *xg, const float *wg, const float *cols,
                       float *bp, float *cb, i64 q0, i64 q1, i64 blk0, i64 blk1,
                       const tile_out *proto, i64 b, i64 grp) {
@@ -180,23 +181,21 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
 
 /* ---------------------------------------------------------------------------------------
  * Ungrouped convolutions with long reductions over planes that whole NR-column blocks would
- * overshoot by a fifth or more (a 7x7 plane is 49 columns of 64 computed): the product is
- * taken transposed, out^T[P, O] = X^T[P, K] x W^T[K, O], with vectors along the output
- * channels (the weights, prepared as panels of TO channels: wt[(q * K + k) * TO + j] =
- * W[q * TO + j][k]) and each tile's rows TP consecutive positions whose inputs are
- * broadcast from the column matrix: the data itself for a 1x1 convolution, gathered once
- * per image otherwise. Tiles are as few as TP_MAX rows allow and as even as the plane
- * allows (transposed_rows); each tile is transposed back through the epilogue, which is
- * what the long reduction pays for. (At 14x14, where blocks waste an eighth, the transposed
- * form ran slower inside MobileNetV2 at 2 threads.) Gathering columns pays from 256 output channels
- * on, for the layers the wide grid does not take (path_of asks it first), dilated ones
- * (strided 1x1 layers are direct once subsampled: see subsampled_1x1; gathered, ResNet-50's
- * 1024 -> 2048 at stride 2, 14x14 to 7x7, took 1.78 ms against packed columns' 2.35, C
- * harness, one thread). The wide grid beats it on strided
- * 3x3 layers, whose gathered columns and weight panels together outgrow L2: ResNet-50's
- * 512-channel one at stride 2 took 2.0 ms there against 2.43-2.49 gathered, 1024 input
- * channels 4.1 against 9.1. (3x3 stride-1 layers of more than 128 channels on such planes
- * take Winograd, whose products use this path's tile kernel: see conv.h.)
+ * overshoot by a fifth or more (a 7x7 plane is 49 columns of 64 computed): the product is taken
+ * transposed, out^T[P, O] = X^T[P, K] x W^T[K, O], with vectors along the output channels (the
+ * weights, prepared as panels of TO channels: wt[(q * K + k) * TO + j] = W[q * TO + j][k]) and each
+ * tile's rows TP consecutive positions whose inputs are broadcast from the column matrix: the data
+ * itself for a 1x1 convolution, gathered once per image otherwise. Tiles are as few as TP_MAX rows
+ * allow and as even as the plane allows (transposed_rows); each tile is transposed back through the
+ * epilogue, which is what the long reduction pays for. (At 14x14, where blocks waste an eighth, the
+ * transposed form ran slower inside MobileNetV2 at 2 threads.) Gathering columns pays from 256
+ * output channels on, for the layers the wide grid does not take (path_of asks it first), dilated
+ * ones (strided 1x1 layers are direct once subsampled: see subsampled_1x1; gathered, ResNet-50's
+ * 1024 -> 2048 at stride 2, 14x14 to 7x7, took 1.78 ms against packed columns' 2.35, C harness, one
+ * thread). The wide grid beats it on strided 3x3 layers, whose gathered columns and weight panels
+ * together outgrow L2: ResNet-50's 512-channel one at stride 2 took 2.0 ms there against 2.43-2.49
+ * gathered, 1024 input channels 4.1 against 9.1. (3x3 stride-1 layers of more than 128 channels on
+ * such planes take Winograd, whose products use this path's tile kernel: see conv.h.)
  */
 #define TRANSPOSED_MIN_K 128 /* reductions at least this long */
 
@@ -469,8 +468,8 @@ static conv_path path_of(const conv_geom *cv) {
  * outside the data), one pass over its outputs' worth of data, so that it takes every path
  * of direct 1x1 layers (columns read in place, the transposed form without a gather).
  * Gathering each column block's strided rows run by run instead cost more than the products
- * of a short reduction: ResNet-18's 64 -> 128 at 56x56 to 28x28 took 3.7x onnxruntime's
- * time in the model, its 128 -> 256 to 14x14 2.3x.
+ * of a short reduction: ResNet-18's 64 -> 128 at 56x56 to 28x28 took 2.8x-3.7x
+ * onnxruntime's time in the model, its 128 -> 256 to 14x14 2.3x-2.5x.
  */
 static int subsampled_1x1(const conv_geom *cv) {
   return cv->kh == 1 && cv->kw == 1 && !direct_conv(cv);

@@ -2,17 +2,16 @@
 #include "conv.h"
 
 /* ---------------------------------------------------------------------------------------
- * Undilated, ungrouped convolutions with a kernel larger than 1x1 that do not take Winograd
- * are computed on the "wide" output grid of the input's zero-padded
- * phase planes (see phase_planes: one plane at stride 1, four at stride 2): tap (ky, kx) of
- * wide output p = oy * wq + ox is a plane element at p plus a fixed offset, so every row
- * k = (c, ky, kx) of the column matrix is a contiguous stretch of the planes, found through a
- * table of row offsets: nothing is gathered ahead (copy_block copies a block's rows as it
- * goes). Outputs with ox >= OW are computed and
- * dropped, which costs little where the wide grid rounds up to at most a twentieth more
- * column blocks than the plane (14x14 at stride 1: 14 x 16 = 224, 7 blocks like 196; the
- * 112x112 output of a 224x224 stem at stride 2: 396 blocks against 392); elsewhere, and at
- * larger strides, the packed path runs.
+ * Undilated, ungrouped convolutions with a kernel larger than 1x1 that do not take Winograd are
+ * computed on the "wide" output grid of the input's zero-padded phase planes (see phase_planes: one
+ * plane at stride 1, four at stride 2): tap (ky, kx) of wide output p = oy * wq + ox is a plane
+ * element at p plus a fixed offset, so every row k = (c, ky, kx) of the column matrix is a
+ * contiguous stretch of the planes, found through a table of row offsets: nothing is gathered ahead
+ * (copy_block copies a block's rows as it goes). Outputs with ox >= OW are computed and dropped,
+ * which costs little where the wide grid rounds up to at most a twentieth more column blocks than
+ * the plane (14x14 at stride 1: 14 x 16 = 224, 7 blocks like 196; the 112x112 output of a 224x224
+ * stem at stride 2: 396 blocks against 392); elsewhere, and at larger strides, the packed path
+ * runs.
  */
 static window_geom implicit_geometry(const conv_geom *cv) {
   const i64 g[12] = {cv->h, cv->w, cv->oh, cv->ow, cv->kh, cv->kw,

@@ -302,8 +302,9 @@ static inline vf vclamp(vf v, vf lo, vf hi) {
 /* acc = a x b[kc rows][nv * VW], plus c[MR][nv * VW] (rows NR apart) when `accumulate`, where
  * a is a packed panel of MR rows: a[k * MR + i] is row i, column k, and row k of b starts at
  * b + k * ldb. The result goes raw into c, or, when `out` is set (whole tiles: nv = NV),
- * through the epilogue into out->y (only the first `rows` rows). With `ahead` > 0, NR floats of each row of b `ahead` floats on (the next
- * block's) are fetched into L2 as the sums are taken. Inlined with constant nv. */
+ * through the epilogue into out->y (only the first `rows` rows). With `ahead` > 0, NR
+ * floats of each row of b `ahead` floats on (the next block's) are fetched into L2 as the
+ * sums are taken. Inlined with constant nv. */
 static inline __attribute__((always_inline)) void micro_core(
     const float *restrict a, i64 rows, const float *restrict b, i64 ldb, i64 kc,
     float *restrict c, int accumulate, const tile_out *out, i64 ahead, const int nv) {
