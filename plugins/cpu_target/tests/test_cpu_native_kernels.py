@@ -262,8 +262,6 @@ def test_dense_with_parameter_weights_reads_them_packed(rows, k, units, threads,
 
 @pytest.mark.parametrize(("name", "attrs", "inputs"), [
     ("nn.conv2d", {}, [np.ones((1, 2, 3, 3), "float64"), np.ones((2, 2, 1, 1), "float64")]),
-    ("nn.conv2d", {"data_layout": "NHWC", "kernel_layout": "HWIO"},
-     [_data((1, 3, 3, 2)), _data((1, 1, 2, 4))]),
     ("nn.max_pool2d", {"pool_size": 2, "layout": "NHWC"}, [_data((1, 4, 4, 2))]),
     ("nn.dense", {}, [np.ones((9, 3), "float64"), np.ones((2, 3), "float64")]),
 ])

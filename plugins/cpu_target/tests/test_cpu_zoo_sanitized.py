@@ -15,8 +15,9 @@ from passhost_cpu_target.native.build import EXTRA_FLAGS_VAR, find_compiler
 
 #: Small zoo models covering dense layers, convolutions (depthwise included; ResNet-18's
 #: 7x7 stem on the wide grid and its 512-channel layers by Winograd on 7x7 planes), pools,
-#: matrix products and compiled loops (softmax, layer norm, GELU).
-MODELS = ("mlp", "transformer", "mobilenet-v2", "resnet18")
+#: matrix products and compiled loops (softmax, layer norm, GELU); ResNet-18 also with its
+#: convolutions in NHWC (":NHWC", ConvertLayout), each a native NHWC convolution.
+MODELS = ("mlp", "transformer", "mobilenet-v2", "resnet18", "resnet18:NHWC")
 
 SCRIPT = """
 import sys
@@ -26,12 +27,16 @@ import numpy as np
 
 import passhost
 from passhost.relay.interpreter import evaluate
+from passhost.relay.transform import ConvertLayout
 from passhost.workloads.zoo import get_model
 from passhost.transform import PassContext
 
 warnings.simplefilter("error")  # a kernel or loop unit that fails to build is an error
 for name in sys.argv[1:]:
-    mod, params = get_model(name)
+    model, _, layout = name.partition(":")
+    mod, params = get_model(model)
+    if layout:
+        mod = ConvertLayout({"nn.conv2d": [layout, "HWIO"]})(mod)
     (x,) = mod["main"].params[: len(mod["main"].params) - len(params)]
     data = np.random.default_rng(0).uniform(-1, 1, x.checked_type.shape).astype("float32")
     with PassContext(opt_level=3):
@@ -40,6 +45,9 @@ for name in sys.argv[1:]:
     want = evaluate(mod, **{x.name_hint: data}, **params)
     np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4, err_msg=name)
     assert "loops.c" in compiled.module.files, name
+    if layout:  # every convolution native in the new layout
+        assert "conv2d_nhwc" in compiled.module.get_source(), name
+        assert "conv2d_nchw" not in compiled.module.get_source(), name
     print(name, "ok")
 """
 

@@ -28,9 +28,10 @@ from passhost_cpu_target.conv import weights_in_layout
 from passhost_cpu_target.native import library
 from passhost_cpu_target.native.library import NativeLibrary, address
 
-__all__ = ["ACTIVATION_CODES", "MATMUL_PACKED", "NativeKernel", "bound_arguments", "conv2d_nchw",
-           "dense", "depthwise_conv2d_nchw", "depthwise_conv2d_nhwc", "kernel_failure", "matmul",
-           "max_pool2d_nchw", "prepared_conv2d_weights"]
+__all__ = ["ACTIVATION_CODES", "CONV2D_WEIGHT_LAYOUTS", "MATMUL_PACKED", "NativeKernel",
+           "bound_arguments", "conv2d_nchw",
+           "conv2d_nhwc", "dense", "depthwise_conv2d_nchw", "depthwise_conv2d_nhwc",
+           "kernel_failure", "matmul", "max_pool2d_nchw", "prepared_conv2d_weights"]
 
 #: The index of the "b is packed" flag in a matmul geometry (see ``ph_matmul``).
 MATMUL_PACKED = 10
@@ -104,37 +105,57 @@ def _prepared_once(weight: np.ndarray, geometry: np.ndarray,
     return prepared
 
 
+#: The weight layout each convolution kernel prepares its weights from, by data layout.
+CONV2D_WEIGHT_LAYOUTS = {"NCHW": "OIHW", "NHWC": "OHWI"}
+
+
 def prepared_conv2d_weights(weight: np.ndarray, wbuf: np.ndarray | None,
-                            geometry: np.ndarray, kernel_layout: str) -> np.ndarray:
-    """``weight`` in the convolution kernel's own form (packed panels, or transformed for
-    Winograd), prepared once per read-only array (see :func:`_prepared_once`)."""
+                            geometry: np.ndarray, kernel_layout: str,
+                            data_layout: str = "NCHW") -> np.ndarray:
+    """``weight`` in the ``data_layout`` convolution kernel's own form (packed panels, or
+    transformed for Winograd), prepared once per read-only array (see
+    :func:`_prepared_once`)."""
+    symbol = f"conv2d_{data_layout.lower()}"
 
     def prepare() -> np.ndarray:
         lib = _loaded()
-        prepared = aligned_full(lib.conv2d_nchw_prepared(address(geometry)), None, "float32")
-        w = weights_in_layout(weight, wbuf, kernel_layout, "OIHW")
-        status = lib.conv2d_nchw_prepare(address(w), address(prepared), address(geometry))
+        size = getattr(lib, f"{symbol}_prepared")(address(geometry))
+        prepared = aligned_full(size, None, "float32")
+        w = weights_in_layout(weight, wbuf, kernel_layout, CONV2D_WEIGHT_LAYOUTS[data_layout])
+        status = getattr(lib, f"{symbol}_prepare")(address(w), address(prepared),
+                                                    address(geometry))
         if status:
-            raise kernel_failure("conv2d_nchw_prepare", status)
+            raise kernel_failure(f"{symbol}_prepare", status)
         return prepared
 
-    return _prepared_once(weight, geometry, prepare)
+    key = np.concatenate([geometry, np.frombuffer(data_layout.encode(), np.uint8)])
+    return _prepared_once(weight, key, prepare)
 
 
-def _conv2d_nchw(out: np.ndarray, data: np.ndarray, weight: np.ndarray,
-                 bias: np.ndarray | None, residual: np.ndarray | None, cols: np.ndarray | None,
-                 wbuf: np.ndarray | None, geometry: np.ndarray, bounds: np.ndarray, *,
-                 kernel_layout: str, bindable: bool = False) -> Arguments | None:
-    if bindable and weight.flags.writeable:
-        return None
-    prepared = prepared_conv2d_weights(weight, wbuf, geometry, kernel_layout)
-    return [data, prepared, out, bias, residual, cols, geometry, bounds]
+def _conv2d(data_layout: str) -> Callable[..., Arguments | None]:
+    """The arguments of a convolution of ``data_layout`` data with prepared weights."""
+
+    def arguments(out: np.ndarray, data: np.ndarray, weight: np.ndarray,
+                  bias: np.ndarray | None, residual: np.ndarray | None,
+                  cols: np.ndarray | None, wbuf: np.ndarray | None, geometry: np.ndarray,
+                  bounds: np.ndarray, *, kernel_layout: str,
+                  bindable: bool = False) -> Arguments | None:
+        if bindable and weight.flags.writeable:
+            return None
+        prepared = prepared_conv2d_weights(weight, wbuf, geometry, kernel_layout, data_layout)
+        return [data, prepared, out, bias, residual, cols, geometry, bounds]
+
+    return arguments
 
 
 #: Grouped NCHW convolution with an epilogue. ``cols`` is None or the packed-column scratch
 #: the library asks for; ``wbuf`` is None or a scratch for OIHW weights. The weights are
 #: used as :func:`prepared_conv2d_weights` gives them.
-conv2d_nchw = NativeKernel("conv2d_nchw", "conv2d_nchw", _conv2d_nchw)
+conv2d_nchw = NativeKernel("conv2d_nchw", "conv2d_nchw", _conv2d("NCHW"))
+#: Ungrouped NHWC convolution with an epilogue. ``cols`` is None or the scratch for an
+#: image's zero-padded copy the library asks for; ``wbuf`` is None or a scratch for OHWI
+#: weights.
+conv2d_nhwc = NativeKernel("conv2d_nhwc", "conv2d_nhwc", _conv2d("NHWC"))
 
 
 def _depthwise_weights(weight: np.ndarray, wbuf: np.ndarray | None, kernel_layout: str,

@@ -1,5 +1,6 @@
 """Choosing a native kernel (:mod:`.native_kernels`) for one decoded kernel call and the
-epilogue calls after it: float32 NCHW convolution, NCHW and NHWC depthwise convolution,
+epilogue calls after it: float32 NCHW and (ungrouped) NHWC convolution, NCHW and NHWC
+depthwise convolution,
 NCHW max pooling, dense layers (a matrix-vector kernel up to :data:`DENSE_MAX_ROWS` rows),
 and matrix products (``nn.dense``, ``matmul``, ``nn.batch_matmul``, transposes read in
 place, one per-channel bias and scale and a residual applied as the output is written); each
@@ -96,23 +97,25 @@ def _conv2d(call: KernelCall, following: Sequence[KernelCall],
         return KernelPlan(kernel,
                           (_weight_scratch(weight, kl, wanted, natural), geometry, bounds),
                           {"kernel_layout": kl}, operands, epilogue.calls)
-    if layout != "NCHW":
-        return None
-    if h == w == oh == ow == kh == kw == 1 and g == 1 and kl[0] == "O":
+    if layout == "NCHW" and h == w == oh == ow == kh == kw == 1 and g == 1 and kl[0] == "O":
         # a 1x1 convolution of a 1x1 plane (a squeeze-and-excitation gate's) is the dense
         # layer data [n, c] x weights [o, c] (O outermost: OIHW's memory); as a convolution
         # its one column filled a vector of 32
         return _dense_plan(out, following, n, c, o, num_threads)
+    if layout == "NHWC" and g != 1:
+        return None
     epilogue = match_epilogue(out, following, channel_axis)
     operands, bounds = _epilogue_parts(epilogue)
     values = (n, c, h, w, o, oh, ow, kh, kw, *attrs.strides, *attrs.dilation,
               *attrs.padding[:2], g, num_threads)
     geometry = _constant(values, "int64")
-    size = native.library().conv2d_nchw_scratch(geometry.value.ctypes.data)
+    kernel = native_kernels.conv2d_nchw if layout == "NCHW" else native_kernels.conv2d_nhwc
+    size = getattr(native.library(), f"{kernel.symbol}_scratch")(geometry.value.ctypes.data)
     cols = Scratch((size,), "float32") if size else None
-    return KernelPlan(native_kernels.conv2d_nchw,
-                      (cols, _weight_scratch(weight, kl, "OIHW", kl == "OIHW"), geometry,
-                       bounds), {"kernel_layout": kl}, operands, epilogue.calls)
+    wanted = native_kernels.CONV2D_WEIGHT_LAYOUTS[layout]
+    return KernelPlan(kernel, (cols, _weight_scratch(weight, kl, wanted, kl == wanted),
+                               geometry, bounds), {"kernel_layout": kl}, operands,
+                      epilogue.calls)
 
 
 def _max_pool2d(call: KernelCall, following: Sequence[KernelCall],

@@ -207,16 +207,6 @@ static int use_transposed(const conv_geom *cv) {
          (direct_conv(cv) || cv->o >= TRANSPOSED_MIN_GATHERED);
 }
 
-/* Positions per tile: the fewest tiles of at most TP_MAX rows, as even as they come (49:
- * 13, 13, 13, 10). Longer tiles take more multiply-adds per weight loaded and fewer
- * transposes back: 7x7 planes once took 7 tiles of 7 rows, which divide the plane but ran
- * 1.3-1.4x the time (C harness, one thread: MobileNetV2's 160 -> 960 0.138 -> 0.099 ms,
- * ResNet-50's 2048 -> 512 0.82 -> 0.60). */
-static i64 transposed_rows(i64 p) {
-  const i64 tiles = (p + TP_MAX - 1) / TP_MAX;
-  return (p + tiles - 1) / tiles;
-}
-
 /* acc[i][v] = sum over k < kc of x[k * ldx + i] * wt[k * TO + v * VW], for i < tp, fetching
  * the `lines` cache lines from `next` (or none) into L2 spread over the reduction. */
 static inline __attribute__((always_inline)) void transposed_sums(
@@ -485,16 +475,9 @@ static conv_geom product_geometry(const i64 *g) {
   return conv_geometry(direct);
 }
 
-typedef struct {
-  const conv_geom *cv;
-  const float *x;
-  float *sub;
-  i64 tasks;
-} subsample_job;
-
 /* Task t of subsampling: a contiguous share of the input planes (images x channels). */
 static void subsample_planes(void *arg, i64 t) {
-  const subsample_job *job = arg;
+  const input_copy_job *job = arg;
   const conv_geom *cv = job->cv;
   i64 ylo, yhi, xlo, xhi, c0, c1;
   valid_range(cv->oh, cv->sh, -cv->pt, cv->h, &ylo, &yhi);
@@ -502,7 +485,7 @@ static void subsample_planes(void *arg, i64 t) {
   part_range(cv->n * cv->c, job->tasks, t, &c0, &c1);
   for (i64 c = c0; c < c1; c++) {
     const float *plane = job->x + c * cv->h * cv->w;
-    float *dst = job->sub + c * cv->p;
+    float *dst = job->dst + c * cv->p;
     for (i64 oy = 0; oy < cv->oh; oy++) {
       float *row = dst + oy * cv->ow;
       if (oy < ylo || oy >= yhi) {
@@ -590,7 +573,7 @@ static int conv2d_nchw(const float *x, const float *prep, float *y, const float 
   conv_geom cv = conv_geometry(g);
   const int nt = num_threads(g[16]);
   if (subsampled_1x1(&cv)) {
-    subsample_job sub = {.cv = &cv, .x = x, .sub = cols,
+    input_copy_job sub = {.cv = &cv, .x = x, .dst = cols,
                          .tasks = split_tasks(cv.n * cv.c, subsampled_floats(&cv) * COPY_WORK,
                                               nt)};
     ph_parallel(sub.tasks, nt, subsample_planes, &sub);
@@ -650,8 +633,5 @@ static int conv2d_nchw(const float *x, const float *prep, float *y, const float 
 /* Convolution with weights prepared by ph_conv2d_nchw_prepare, subnormals flushed. */
 int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bias,
                    const float *res, float *cols, const i64 *g, const float *bounds) {
-  const fp_mode mode = flush_subnormals();
-  const int status = conv2d_nchw(x, prep, y, bias, res, cols, g, bounds);
-  set_fp_mode(mode);
-  return status;
+  return FLUSHED_STATUS(conv2d_nchw(x, prep, y, bias, res, cols, g, bounds));
 }

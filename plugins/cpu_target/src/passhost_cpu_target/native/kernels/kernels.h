@@ -113,6 +113,16 @@ static inline fp_mode flush_subnormals(void) {
   return mode;
 }
 
+/* The int status `call` returns, taken with subnormals flushed and the caller's mode
+ * restored after it: the body of each float entry point that returns a status. */
+#define FLUSHED_STATUS(call)                           \
+  __extension__({                                      \
+    const fp_mode flushed_mode_ = flush_subnormals();  \
+    const int flushed_status_ = (call);                \
+    set_fp_mode(flushed_mode_);                        \
+    flushed_status_;                                   \
+  })
+
 static inline i64 min64(i64 a, i64 b) { return a < b ? a : b; }
 static inline i64 max64(i64 a, i64 b) { return a > b ? a : b; }
 
@@ -237,6 +247,11 @@ i64 ph_conv2d_nchw_prepared(const i64 *g);
 int ph_conv2d_nchw_prepare(const float *w, float *prep, const i64 *g);
 int ph_conv2d_nchw(const float *x, const float *prep, float *y, const float *bias,
                    const float *res, float *cols, const i64 *g, const float *bounds);
+i64 ph_conv2d_nhwc_scratch(const i64 *g);
+i64 ph_conv2d_nhwc_prepared(const i64 *g);
+int ph_conv2d_nhwc_prepare(const float *w, float *prep, const i64 *g);
+int ph_conv2d_nhwc(const float *x, const float *prep, float *y, const float *bias,
+                   const float *res, float *pad, const i64 *g, const float *bounds);
 int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bias,
                       const float *res, const i64 *g, const float *bounds);
 void ph_depthwise_nhwc(const float *x, const float *w, float *y, const float *bias,

@@ -423,8 +423,5 @@ void ph_dense(const float *x, const float *w, const float *wp, float *y, const f
 int ph_matmul(const float *a, const float *b, float *bp, float *y, const float *bias,
               const float *scale, const float *res, const float *gate, const i64 *g,
               const float *bounds) {
-  const fp_mode mode = flush_subnormals();
-  const int status = matmul(a, b, bp, y, bias, scale, res, gate, g, bounds);
-  set_fp_mode(mode);
-  return status;
+  return FLUSHED_STATUS(matmul(a, b, bp, y, bias, scale, res, gate, g, bounds));
 }

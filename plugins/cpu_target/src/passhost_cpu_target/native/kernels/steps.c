@@ -2,7 +2,7 @@
 #include "kernels.h"
 
 /* Bumped whenever a signature changes; the loader refuses a library with another value. */
-int ph_abi_version(void) { return 7; }
+int ph_abi_version(void) { return 8; }
 
 /* ---------------------------------------------------------------------------------------
  * Steps: each kernel in packed form, int32_t f(void *const *args) with its arguments in
@@ -13,6 +13,9 @@ typedef int32_t (*ph_packed_fn)(void *const *);
 
 int32_t ph_conv2d_nchw__packed(void *const *a) {
   return ph_conv2d_nchw(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+}
+int32_t ph_conv2d_nhwc__packed(void *const *a) {
+  return ph_conv2d_nhwc(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
 }
 int32_t ph_depthwise_nchw__packed(void *const *a) {
   return ph_depthwise_nchw(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);

@@ -653,10 +653,7 @@ static void depthwise_nhwc(const float *x, const float *w, float *y, const float
 /* Depthwise convolution, NCHW data, weights [C][KH][KW], subnormals flushed. */
 int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bias,
                       const float *res, const i64 *g, const float *bounds) {
-  const fp_mode mode = flush_subnormals();
-  const int status = depthwise_nchw(x, w, y, bias, res, g, bounds);
-  set_fp_mode(mode);
-  return status;
+  return FLUSHED_STATUS(depthwise_nchw(x, w, y, bias, res, g, bounds));
 }
 
 /* Depthwise convolution, NHWC data, weights [KH][KW][C] (vectors along the channels),
