@@ -1,6 +1,6 @@
-"""Kernels that run native code (:mod:`.native`): float32 convolution, depthwise
-convolution, max pooling, dense layers and matrix products, parallel over ``num-threads``
-threads.
+"""Kernels that run native code (:mod:`.native`): float32 convolution (NCHW and NHWC),
+depthwise convolution, max pooling, dense layers and matrix products, parallel over
+``num-threads`` threads.
 
 They follow the NumPy kernels' convention (outputs, inputs, then extras) and most apply an
 epilogue while they write the output: ``out = act(clamp(acc + bias + residual, lo, hi))``,
@@ -29,9 +29,9 @@ from passhost_cpu_target.native import library
 from passhost_cpu_target.native.library import NativeLibrary, address
 
 __all__ = ["ACTIVATION_CODES", "CONV2D_WEIGHT_LAYOUTS", "MATMUL_PACKED", "NativeKernel",
-           "bound_arguments", "conv2d_nchw",
-           "conv2d_nhwc", "dense", "depthwise_conv2d_nchw", "depthwise_conv2d_nhwc",
-           "kernel_failure", "matmul", "max_pool2d_nchw", "prepared_conv2d_weights"]
+           "bound_arguments", "conv2d_nchw", "conv2d_nhwc", "dense", "depthwise_conv2d_nchw",
+           "depthwise_conv2d_nhwc", "kernel_failure", "matmul", "max_pool2d_nchw",
+           "prepared_conv2d_weights"]
 
 #: The index of the "b is packed" flag in a matmul geometry (see ``ph_matmul``).
 MATMUL_PACKED = 10

@@ -1,11 +1,11 @@
 """Choosing a native kernel (:mod:`.native_kernels`) for one decoded kernel call and the
 epilogue calls after it: float32 NCHW and (ungrouped) NHWC convolution, NCHW and NHWC
-depthwise convolution,
-NCHW max pooling, dense layers (a matrix-vector kernel up to :data:`DENSE_MAX_ROWS` rows),
-and matrix products (``nn.dense``, ``matmul``, ``nn.batch_matmul``, transposes read in
-place, one per-channel bias and scale and a residual applied as the output is written); each
-with the epilogue :func:`~passhost_cpu_target.epilogue.match_epilogue` finds, its clamp and
-activation passed in ``bounds``.
+depthwise convolution, NCHW max pooling, dense layers (a matrix-vector kernel up to
+:data:`DENSE_MAX_ROWS` rows), and matrix products (``nn.dense``, ``matmul``,
+``nn.batch_matmul``, transposes read in place, one per-channel bias and scale and a
+residual applied as the output is written); each with the epilogue
+:func:`~passhost_cpu_target.epilogue.match_epilogue` finds, its clamp and activation passed
+in ``bounds``.
 
 :func:`native_plan` returns None when no native kernel fits; the caller then tries the
 NumPy kernels.

@@ -574,8 +574,8 @@ static int conv2d_nchw(const float *x, const float *prep, float *y, const float 
   const int nt = num_threads(g[16]);
   if (subsampled_1x1(&cv)) {
     input_copy_job sub = {.cv = &cv, .x = x, .dst = cols,
-                         .tasks = split_tasks(cv.n * cv.c, subsampled_floats(&cv) * COPY_WORK,
-                                              nt)};
+                          .tasks = split_tasks(cv.n * cv.c, subsampled_floats(&cv) * COPY_WORK,
+                                               nt)};
     ph_parallel(sub.tasks, nt, subsample_planes, &sub);
     x = cols;
     cols += subsampled_floats(&cv);

@@ -105,7 +105,7 @@ static void nhwc_pad_rows(void *arg, i64 t) {
       memset(dst, 0, (size_t)row * sizeof(float));
       continue;
     }
-    const i64 before = cv->pl * c, data = min64(cv->w, job->wp - cv->pl) * c;
+    const i64 before = cv->pl * c, data = cv->w * c; /* wp >= pl + w (nhwc_geometry) */
     memset(dst, 0, (size_t)before * sizeof(float));
     memcpy(dst + before, job->x + iy * cv->w * c, (size_t)data * sizeof(float));
     memset(dst + before + data, 0, (size_t)(row - before - data) * sizeof(float));
