@@ -5,11 +5,13 @@ Run: python benchmarks/profile_steps.py MODEL [--threads N] [--runs R] [--cache 
 
 Builds MODEL (a name of ``race_models.MODELS``) for ``cpu -num-threads=N`` at opt_level 3,
 runs it twice untimed, then times each bound executor run (a step, or a run of consecutive
-compiled-loop steps bound into one native call, shown as ``run``) over R inferences, alone
-in the process. It prints the total per inference and the time per kind of step (the
-PrimFunc name without its number), largest first. With ``--ort``, onnxruntime's own
-profiler times the same model on the same threads over R inferences after two untimed, and
-its time per operator type follows (the kernels' time: no session overhead). With
+compiled-loop steps bound into one native call, shown as ``run``) over R inferences. It
+prints the total per inference and the time per kind of step (the PrimFunc name without its
+number), largest first. With ``--ort``, onnxruntime's own profiler times the same model on
+the same threads over R inferences after two untimed, in turns with passhost's (one
+inference each per round: this machine's speed drifts by up to 1.6x within a minute, and
+two profiles taken one after the other compared different phases), and its time per
+operator type follows (the kernels' time: no session overhead). With
 ``--steps``, every step is listed in order (timed alone, with its output's shape) instead
 of the kinds, and onnxruntime's nodes in order (with their outputs' shapes), so that a
 layer's two times can be read side by side.
@@ -52,45 +54,45 @@ def _kind(func: Any) -> str:
     return getattr(func, "__name__", type(func).__name__).rstrip("_0123456789")
 
 
-def profile(name: str, threads: int, runs: int, cache: Path,
-            unbound: bool = False, steps: bool = False) -> dict[str, float]:
-    """Milliseconds per inference by kind of step (and ``"total"``); ``unbound`` times
-    every step alone, compiled-loop steps included; ``steps`` (which implies it) gives
-    each step in order instead of the kinds."""
-    mod, params = from_onnx(onnx.load(onnx_file(name, cache)))
-    with PassContext(opt_level=3):
-        compiled = passhost.build(mod, f"cpu -num-threads={threads}", params=params)
-    executor = compiled.executor()
-    for key, value in example_inputs(name).items():
-        executor.set_input(key, value)
-    executor.run()
-    executor.run()
-    seconds: collections.Counter[str] = collections.Counter()
-    timed = _steps(executor) if unbound or steps else executor._runs
-    keys = [_step_key(i, func, args) if steps else _kind(func)
-            for i, (func, args) in enumerate(timed)]
-    with run_scope(executor.module):
-        for _ in range(runs):
-            for key, (func, args) in zip(keys, timed):
+class _PasshostSteps:
+    """MODEL built for ``cpu -num-threads=N`` at opt_level 3, run twice untimed, and its
+    steps (or bound runs) ready to be timed one by one, pass after pass."""
+
+    def __init__(self, name: str, threads: int, cache: Path, unbound: bool,
+                 steps: bool) -> None:
+        mod, params = from_onnx(onnx.load(onnx_file(name, cache)))
+        with PassContext(opt_level=3):
+            compiled = passhost.build(mod, f"cpu -num-threads={threads}", params=params)
+        self.executor = compiled.executor()
+        for key, value in example_inputs(name).items():
+            self.executor.set_input(key, value)
+        self.executor.run()
+        self.executor.run()
+        self.steps = steps
+        self.timed = _steps(self.executor) if unbound or steps else self.executor._runs
+        self.keys = [_step_key(i, func, args) if steps else _kind(func)
+                     for i, (func, args) in enumerate(self.timed)]
+        self.seconds: collections.Counter[str] = collections.Counter()
+
+    def time_once(self) -> None:
+        """One inference, each step timed alone."""
+        with run_scope(self.executor.module):
+            for key, (func, args) in zip(self.keys, self.timed):
                 start = time.perf_counter()
                 func(*args)
-                seconds[key] += time.perf_counter() - start
-    order = seconds.items() if steps else seconds.most_common()
-    per_run = {key: s / runs * 1e3 for key, s in order}
-    return {"total": sum(per_run.values()), **per_run}
+                self.seconds[key] += time.perf_counter() - start
+
+    def result(self, runs: int) -> dict[str, float]:
+        """Milliseconds per inference by kind of step (or by step), and ``"total"``."""
+        order = self.seconds.items() if self.steps else self.seconds.most_common()
+        per_run = {key: s / runs * 1e3 for key, s in order}
+        return {"total": sum(per_run.values()), **per_run}
 
 
-def ort_profile(name: str, threads: int, runs: int, cache: Path,
-                steps: bool = False) -> dict[str, float]:
-    """onnxruntime's milliseconds per inference by operator type (and ``"total"``), from
-    its profiler's node events over ``runs`` inferences after two untimed ones; with
-    ``steps``, by node in the order they ran."""
-    with tempfile.TemporaryDirectory() as folder:
-        session = ort_session(onnx_file(name, cache), threads, f"{folder}/ort")
-        inputs = example_inputs(name)
-        for _ in range(runs + 2):
-            session.run(None, inputs)
-        events = json.loads(Path(session.end_profiling()).read_text())
+def _ort_result(events: list[dict[str, Any]], runs: int, steps: bool) -> dict[str, float]:
+    """onnxruntime's milliseconds per inference by operator type (or by node, in the order
+    they ran) and ``"total"``, from its profiler's node events, the first two runs'
+    (untimed) left out."""
     seconds: collections.Counter[str] = collections.Counter()
     seen: collections.Counter[str] = collections.Counter()
     for event in events:
@@ -103,6 +105,31 @@ def ort_profile(name: str, threads: int, runs: int, cache: Path,
     order = seconds.items() if steps else seconds.most_common()
     per_run = {kind: s / runs * 1e3 for kind, s in order}
     return {"total": sum(per_run.values()), **per_run}
+
+
+def profiles(name: str, threads: int, runs: int, cache: Path, unbound: bool = False,
+             steps: bool = False, ort: bool = False,
+             ) -> tuple[dict[str, float], dict[str, float] | None]:
+    """passhost's milliseconds per inference by kind of step (and ``"total"``; ``unbound``
+    times every step alone, compiled-loop steps included; ``steps``, which implies it,
+    gives each step in order instead of the kinds) and, with ``ort``, onnxruntime's by
+    operator type or node. The two are timed in turns, one inference each per round, so
+    that both sample the same phases of a machine whose speed drifts."""
+    timer = _PasshostSteps(name, threads, cache, unbound, steps)
+    if not ort:
+        for _ in range(runs):
+            timer.time_once()
+        return timer.result(runs), None
+    with tempfile.TemporaryDirectory() as folder:
+        session = ort_session(onnx_file(name, cache), threads, f"{folder}/ort")
+        inputs = example_inputs(name)
+        for _ in range(2):
+            session.run(None, inputs)
+        for _ in range(runs):
+            timer.time_once()
+            session.run(None, inputs)
+        events = json.loads(Path(session.end_profiling()).read_text())
+    return timer.result(runs), _ort_result(events, runs, steps)
 
 
 def _node_key(event: dict[str, Any]) -> str:
@@ -136,13 +163,11 @@ def main() -> None:
                         help="every step (and onnxruntime node) in order, not the kinds")
     args = parser.parse_args()
     threads = f"{args.threads} thread(s)"
-    _print(f"{args.model}, {threads}",
-           profile(args.model, args.threads, args.runs, args.cache, args.unbound, args.steps),
-           args.steps)
-    if args.ort:
-        _print(f"onnxruntime, {threads}",
-               ort_profile(args.model, args.threads, args.runs, args.cache, args.steps),
-               args.steps)
+    ours, theirs = profiles(args.model, args.threads, args.runs, args.cache, args.unbound,
+                            args.steps, args.ort)
+    _print(f"{args.model}, {threads}", ours, args.steps)
+    if theirs is not None:
+        _print(f"onnxruntime, {threads}", theirs, args.steps)
 
 
 if __name__ == "__main__":
