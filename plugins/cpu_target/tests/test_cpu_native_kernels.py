@@ -185,29 +185,55 @@ def test_depthwise_conv2d(case, threads):
 
 @st.composite
 def max_pool_case(draw):
+    """A max pool in either layout; NHWC channels on both sides of a vector (16)."""
     kh, kw, attrs = draw(window_attrs())
-    attrs.update(pool_size=(kh, kw), ceil_mode=draw(st.booleans()))
+    layout = draw(st.sampled_from(["NCHW", "NHWC"]))
+    attrs.update(pool_size=(kh, kw), ceil_mode=draw(st.booleans()), layout=layout)
     dh, dw = attrs["dilation"]
     h, w = draw(st.integers(dh * (kh - 1) + 1, 20)), draw(st.integers(dw * (kw - 1) + 1, 20))
-    return attrs, _data((2, 3, h, w)) * 100
+    if layout == "NCHW":
+        return attrs, _data((2, 3, h, w)) * 100
+    return attrs, _data((2, h, w, draw(st.integers(1, 40)))) * 100
 
 
 @SETTINGS
 @given(case=max_pool_case(), threads=THREADS)
-def test_nchw_max_pool2d(case, threads):
+def test_max_pool2d(case, threads):
     attrs, data = case
     got, expected, source = run_op("nn.max_pool2d", attrs, [data], num_threads=threads)
-    assert "native_kernels.max_pool2d_nchw" in source
+    assert f"native_kernels.max_pool2d_{attrs['layout'].lower()}" in source
     assert_same(got, expected, rtol=0, atol=0)
 
 
-def test_max_pool2d_propagates_nan():
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_max_pool2d_propagates_nan(layout):
     data = _data((1, 2, 6, 6))
     data[0, 1, 2, 3] = np.nan
-    got, expected, _ = run_op("nn.max_pool2d", {"pool_size": (3, 3), "padding": (1, 1, 1, 1)},
-                              [data])
-    assert np.isnan(got[0][0, 1]).sum() == np.isnan(expected[0][0, 1]).sum() > 0
+    data = data if layout == "NCHW" else data.transpose(0, 2, 3, 1).copy()
+    attrs = {"pool_size": (3, 3), "padding": (1, 1, 1, 1), "layout": layout}
+    got, expected, source = run_op("nn.max_pool2d", attrs, [data])
+    assert f"native_kernels.max_pool2d_{layout.lower()}" in source
+    channel = (0, 1) if layout == "NCHW" else (0, Ellipsis, 1)
+    assert np.isnan(got[0][channel]).sum() == np.isnan(expected[0][channel]).sum() > 0
     assert_same(got, expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_nhwc_max_pool2d_ties_and_padding_as_the_reference(threads):
+    # 35 channels: two whole vectors and a partial one; -0 and +0 tie as tap by tap, an
+    # all-negative channel shows a padded zero, NaN wins
+    data = _data((2, 13, 11, 35))
+    data[0, 4, 5, 17] = np.nan
+    zeros = np.random.default_rng(5).integers(0, 2, (2, 13, 11, 35))
+    data[:, :, :, 20:] = np.where(zeros, 0.0, -0.0)[:, :, :, 20:]
+    data[1, :, :, 3] = -np.abs(data[1, :, :, 3]) - 1.0
+    attrs = {"pool_size": (3, 3), "strides": (2, 2), "padding": (1, 0, 1, 1),
+             "ceil_mode": True, "layout": "NHWC"}
+    got, expected, source = run_op("nn.max_pool2d", attrs, [data], num_threads=threads)
+    assert "native_kernels.max_pool2d_nhwc" in source
+    assert_same(got, expected, rtol=0, atol=0)
+    assert np.array_equal(np.signbit(got[0]), np.signbit(expected[0]))
+    assert np.isnan(got[0][0, ..., 17]).sum() == np.isnan(expected[0][0, ..., 17]).sum() > 0
 
 
 @pytest.mark.parametrize("padding", [(1, 1, 1, 1), (0, 0, 1, 1), (1, 0, 0, 1)])
@@ -262,7 +288,8 @@ def test_dense_with_parameter_weights_reads_them_packed(rows, k, units, threads,
 
 @pytest.mark.parametrize(("name", "attrs", "inputs"), [
     ("nn.conv2d", {}, [np.ones((1, 2, 3, 3), "float64"), np.ones((2, 2, 1, 1), "float64")]),
-    ("nn.max_pool2d", {"pool_size": 2, "layout": "NHWC"}, [_data((1, 4, 4, 2))]),
+    ("nn.max_pool2d", {"pool_size": 2, "layout": "NHWC"},
+     [_data((1, 4, 4, 2)).astype("float64")]),
     ("nn.dense", {}, [np.ones((9, 3), "float64"), np.ones((2, 3), "float64")]),
 ])
 def test_calls_no_native_kernel_fits_use_the_numpy_kernels(name, attrs, inputs):

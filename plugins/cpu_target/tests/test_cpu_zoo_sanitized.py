@@ -16,7 +16,8 @@ from passhost_cpu_target.native.build import EXTRA_FLAGS_VAR, find_compiler
 #: Small zoo models covering dense layers, convolutions (depthwise included; ResNet-18's
 #: 7x7 stem on the wide grid and its 512-channel layers by Winograd on 7x7 planes), pools,
 #: matrix products and compiled loops (softmax, layer norm, GELU); ResNet-18 also with its
-#: convolutions in NHWC (":NHWC", ConvertLayout), each a native NHWC convolution.
+#: convolutions in NHWC (":NHWC", ConvertLayout), each a native NHWC convolution, and its
+#: max pool the native NHWC one.
 MODELS = ("mlp", "transformer", "mobilenet-v2", "resnet18", "resnet18:NHWC")
 
 SCRIPT = """
@@ -45,9 +46,10 @@ for name in sys.argv[1:]:
     want = evaluate(mod, **{x.name_hint: data}, **params)
     np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4, err_msg=name)
     assert "loops.c" in compiled.module.files, name
-    if layout:  # every convolution native in the new layout
-        assert "conv2d_nhwc" in compiled.module.get_source(), name
-        assert "conv2d_nchw" not in compiled.module.get_source(), name
+    if layout:  # every convolution and the max pool native in the new layout
+        source = compiled.module.get_source()
+        assert "conv2d_nhwc" in source and "max_pool2d_nhwc" in source, name
+        assert "conv2d_nchw" not in source and "max_pool2d_nchw" not in source, name
     print(name, "ok")
 """
 

@@ -31,7 +31,7 @@ from passhost_cpu_target.native.library import NativeLibrary, address
 __all__ = ["ACTIVATION_CODES", "CONV2D_WEIGHT_LAYOUTS", "MATMUL_PACKED", "NativeKernel",
            "bound_arguments", "conv2d_nchw", "conv2d_nhwc", "dense", "depthwise_conv2d_nchw",
            "depthwise_conv2d_nhwc", "kernel_failure", "matmul", "max_pool2d_nchw",
-           "prepared_conv2d_weights"]
+           "max_pool2d_nhwc", "prepared_conv2d_weights"]
 
 #: The index of the "b is packed" flag in a matmul geometry (see ``ph_matmul``).
 MATMUL_PACKED = 10
@@ -196,13 +196,15 @@ depthwise_conv2d_nhwc = NativeKernel("depthwise_conv2d_nhwc", "depthwise_nhwc",
                                      _depthwise("HWOI"))
 
 
-def _max_pool2d_nchw(out: np.ndarray, data: np.ndarray, geometry: np.ndarray, *,
-                     bindable: bool = False) -> Arguments:
+def _max_pool2d(out: np.ndarray, data: np.ndarray, geometry: np.ndarray, *,
+                bindable: bool = False) -> Arguments:
     return [data, out, geometry]
 
 
 #: NCHW max pooling (padding never wins; NaN propagates).
-max_pool2d_nchw = NativeKernel("max_pool2d_nchw", "max_pool_nchw", _max_pool2d_nchw)
+max_pool2d_nchw = NativeKernel("max_pool2d_nchw", "max_pool_nchw", _max_pool2d)
+#: NHWC max pooling, vectors along the channels (padding never wins; NaN propagates).
+max_pool2d_nhwc = NativeKernel("max_pool2d_nhwc", "max_pool_nhwc", _max_pool2d)
 
 
 def _packed_dense_weight(weight: np.ndarray, geometry: np.ndarray) -> np.ndarray:

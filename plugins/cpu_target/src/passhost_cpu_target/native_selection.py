@@ -121,13 +121,18 @@ def _conv2d(call: KernelCall, following: Sequence[KernelCall],
 def _max_pool2d(call: KernelCall, following: Sequence[KernelCall],
                 num_threads: int) -> KernelPlan | None:
     attrs, data, out = call.attrs, call.inputs[0], call.outputs[0]
-    if not (all(b.dtype == "float32" for b in call_buffers(call)) and attrs.layout == "NCHW"
-            and attrs.out_layout in ("", "NCHW")):
+    layout = attrs.layout
+    if not (all(b.dtype == "float32" for b in call_buffers(call))
+            and layout in ("NCHW", "NHWC") and attrs.out_layout in ("", layout)):
         return None
-    n, c, h, w = data.shape
-    oh, ow = out.shape[2:]
-    geometry = (h, w, oh, ow, *attrs.pool_size, *attrs.strides, *attrs.dilation,
-                *attrs.padding[:2], n * c, num_threads)
+    window = (*attrs.pool_size, *attrs.strides, *attrs.dilation, *attrs.padding[:2])
+    shape = data.shape
+    if layout == "NHWC":
+        n, h, w, c = shape
+        geometry = (h, w, *out.shape[1:3], *window, n, c, num_threads)
+        return KernelPlan(native_kernels.max_pool2d_nhwc, (_constant(geometry, "int64"),))
+    n, c, h, w = shape
+    geometry = (h, w, *out.shape[2:], *window, n * c, num_threads)
     return KernelPlan(native_kernels.max_pool2d_nchw, (_constant(geometry, "int64"),))
 
 

@@ -25,6 +25,7 @@ _SIGNATURES: dict[str, tuple[int, Any]] = {
     "ph_depthwise_nchw": (7, ctypes.c_int),
     "ph_depthwise_nhwc": (7, None),
     "ph_max_pool_nchw": (3, ctypes.c_int),
+    "ph_max_pool_nhwc": (3, None),
     "ph_dense": (7, None),
     "ph_dense_packed": (1, ctypes.c_int64),
     "ph_dense_pack": (3, None),

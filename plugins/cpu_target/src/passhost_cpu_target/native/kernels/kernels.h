@@ -257,6 +257,7 @@ int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bia
 void ph_depthwise_nhwc(const float *x, const float *w, float *y, const float *bias,
                        const float *res, const i64 *g, const float *bounds);
 int ph_max_pool_nchw(const float *x, float *y, const i64 *g);
+void ph_max_pool_nhwc(const float *x, float *y, const i64 *g);
 /* The kernels' thread pool (pool.c): fn(ctx, t) for every t < tasks on the caller and up to
  * threads - 1 workers; the caller never waits for a worker that has not started a task.
  * ph_worker_index() is the number of the thread running a task: 0 on the caller (and in a

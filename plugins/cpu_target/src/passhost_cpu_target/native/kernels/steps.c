@@ -2,7 +2,7 @@
 #include "kernels.h"
 
 /* Bumped whenever a signature changes; the loader refuses a library with another value. */
-int ph_abi_version(void) { return 8; }
+int ph_abi_version(void) { return 9; }
 
 /* ---------------------------------------------------------------------------------------
  * Steps: each kernel in packed form, int32_t f(void *const *args) with its arguments in
@@ -25,6 +25,10 @@ int32_t ph_depthwise_nhwc__packed(void *const *a) {
   return 0;
 }
 int32_t ph_max_pool_nchw__packed(void *const *a) { return ph_max_pool_nchw(a[0], a[1], a[2]); }
+int32_t ph_max_pool_nhwc__packed(void *const *a) {
+  ph_max_pool_nhwc(a[0], a[1], a[2]);
+  return 0;
+}
 int32_t ph_dense__packed(void *const *a) {
   ph_dense(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
   return 0;

@@ -599,6 +599,55 @@ int ph_max_pool_nchw(const float *x, float *y, const i64 *g) {
 }
 
 typedef struct {
+  const float *x;
+  float *y;
+  const i64 *g;
+  i64 tasks;
+} pool_nhwc_job;
+
+/* Task t of NHWC max pooling: a contiguous share of the output rows (of every image). Each
+ * output's channels, a vector at a time, start at -inf and take the window's taps inside
+ * the data in order, as ph_max_pool_nchw's padded planes give them (the padding never wins,
+ * the first NaN does, and of equal values the last: a -0 and a +0 tie the same way). */
+static void max_pool_nhwc_rows(void *arg, i64 task) {
+  const pool_nhwc_job *job = arg;
+  const i64 *g = job->g;
+  const i64 h = g[0], wd = g[1], oh = g[2], ow = g[3], kh = g[4], kw = g[5], sh = g[6];
+  const i64 sw = g[7], dh = g[8], dw = g[9], pt = g[10], pl = g[11], n = g[12], c = g[13];
+  i64 t0, t1;
+  part_range(n * oh, job->tasks, task, &t0, &t1);
+  for (i64 t = t0; t < t1; t++) {
+    const i64 b = t / oh, oy = t % oh;
+    const i64 ky0 = max64(0, (pt - oy * sh + dh - 1) / dh);
+    const i64 ky1 = min64(kh, (h + pt - oy * sh + dh - 1) / dh);
+    for (i64 ox = 0; ox < ow; ox++) {
+      const i64 kx0 = max64(0, (pl - ox * sw + dw - 1) / dw);
+      const i64 kx1 = min64(kw, (wd + pl - ox * sw + dw - 1) / dw);
+      const i64 origin = ((b * h + oy * sh - pt) * wd + ox * sw - pl) * c; /* may lie outside */
+      for (i64 c0 = 0; c0 < c; c0 += VW) {
+        const i64 nc = min64(VW, c - c0);
+        vf acc = (vf){0} - INFINITY;
+        for (i64 ky = ky0; ky < ky1; ky++)
+          for (i64 kx = kx0; kx < kx1; kx++) {
+            const float *tap = job->x + (origin + (ky * dh * wd + kx * dw) * c + c0);
+            acc = vmax_nan(acc, nc == VW ? *(const vf *)tap : load_first(tap, nc));
+          }
+        store_first(job->y + (t * ow + ox) * c + c0, acc, nc);
+      }
+    }
+  }
+}
+
+/* Max pooling, NHWC: the largest tap of each window (padding never wins; NaN propagates),
+ * vectors along the channels. */
+void ph_max_pool_nhwc(const float *x, float *y, const i64 *g) {
+  const int nt = num_threads(g[14]);
+  const i64 rows = g[12] * g[2], work = rows * g[3] * g[4] * g[5] * g[13];
+  pool_nhwc_job job = {x, y, g, split_tasks(rows, work, nt)};
+  ph_parallel(job.tasks, nt, max_pool_nhwc_rows, &job);
+}
+
+typedef struct {
   const float *x, *w, *bias, *res;
   float *y;
   const i64 *g;
