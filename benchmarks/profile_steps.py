@@ -4,17 +4,19 @@ Run: python benchmarks/profile_steps.py MODEL [--threads N] [--runs R] [--cache 
                                          [--ort] [--steps]
 
 Builds MODEL (a name of ``race_models.MODELS``) for ``cpu -num-threads=N`` at opt_level 3,
-runs it twice untimed, then times each bound executor run (a step, or a run of consecutive
-compiled-loop steps bound into one native call, shown as ``run``) over R inferences. It
-prints the total per inference and the time per kind of step (the PrimFunc name without its
-number), largest first. With ``--ort``, onnxruntime's own profiler times the same model on
-the same threads over R inferences after two untimed, in turns with passhost's (one
-inference each per round: this machine's speed drifts by up to 1.6x within a minute, and
-two profiles taken one after the other compared different phases), and its time per
-operator type follows (the kernels' time: no session overhead). With
-``--steps``, every step is listed in order (timed alone, with its output's shape) instead
-of the kinds, and onnxruntime's nodes in order (with their outputs' shapes), so that a
-layer's two times can be read side by side.
+runs it twice untimed, then times every step inside the executor's own runs over R
+inferences (``Executor.run_timed``: a run of native steps times each step in the native
+loop, with nothing between the steps, as an inference runs them), or with ``--unbound``
+each step called alone from Python (a few microseconds more per step, and at two threads
+the pool's workers may have gone to sleep in between). It prints the total per inference
+and the time per kind of step (the PrimFunc name without its number), largest first. With
+``--ort``, onnxruntime's own profiler times the same model on the same threads over R
+inferences after two untimed, in turns with passhost's (one inference each per round:
+this machine's speed drifts by up to 1.6x within a minute, and two profiles taken one
+after the other compared different phases), and its time per operator type follows (the
+kernels' time: no session overhead). With ``--steps``, every step is listed in order (with
+its output's shape) instead of the kinds, and onnxruntime's nodes in order (with their
+outputs' shapes), so that a layer's two times can be read side by side.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
 from race_models import MODELS, example_inputs, onnx_file
 from runtimes import ort_session
@@ -56,7 +59,8 @@ def _kind(func: Any) -> str:
 
 class _PasshostSteps:
     """MODEL built for ``cpu -num-threads=N`` at opt_level 3, run twice untimed, and its
-    steps (or bound runs) ready to be timed one by one, pass after pass."""
+    steps ready to be timed, inference after inference: inside the executor's runs, or
+    (``unbound``) each called alone."""
 
     def __init__(self, name: str, threads: int, cache: Path, unbound: bool,
                  steps: bool) -> None:
@@ -69,22 +73,28 @@ class _PasshostSteps:
         self.executor.run()
         self.executor.run()
         self.steps = steps
-        self.timed = _steps(self.executor) if unbound or steps else self.executor._runs
+        self.unbound = _steps(self.executor) if unbound else None
         self.keys = [_step_key(i, func, args) if steps else _kind(func)
-                     for i, (func, args) in enumerate(self.timed)]
-        self.seconds: collections.Counter[str] = collections.Counter()
+                     for i, (func, args) in enumerate(_steps(self.executor))]
+        self.seconds = np.zeros(len(self.keys))
 
     def time_once(self) -> None:
-        """One inference, each step timed alone."""
+        """One inference, its steps timed."""
+        if self.unbound is None:
+            self.executor.run_timed(self.seconds)
+            return
         with run_scope(self.executor.module):
-            for key, (func, args) in zip(self.keys, self.timed):
+            for index, (func, args) in enumerate(self.unbound):
                 start = time.perf_counter()
                 func(*args)
-                self.seconds[key] += time.perf_counter() - start
+                self.seconds[index] += time.perf_counter() - start
 
     def result(self, runs: int) -> dict[str, float]:
         """Milliseconds per inference by kind of step (or by step), and ``"total"``."""
-        order = self.seconds.items() if self.steps else self.seconds.most_common()
+        seconds: collections.Counter[str] = collections.Counter()
+        for key, spent in zip(self.keys, self.seconds):
+            seconds[key] += float(spent)
+        order = seconds.items() if self.steps else seconds.most_common()
         per_run = {key: s / runs * 1e3 for key, s in order}
         return {"total": sum(per_run.values()), **per_run}
 
@@ -111,8 +121,8 @@ def profiles(name: str, threads: int, runs: int, cache: Path, unbound: bool = Fa
              steps: bool = False, ort: bool = False,
              ) -> tuple[dict[str, float], dict[str, float] | None]:
     """passhost's milliseconds per inference by kind of step (and ``"total"``; ``unbound``
-    times every step alone, compiled-loop steps included; ``steps``, which implies it,
-    gives each step in order instead of the kinds) and, with ``ort``, onnxruntime's by
+    times every step called alone instead of inside the executor's runs; ``steps`` gives
+    each step in order instead of the kinds) and, with ``ort``, onnxruntime's by
     operator type or node. The two are timed in turns, one inference each per round, so
     that both sample the same phases of a machine whose speed drifts."""
     timer = _PasshostSteps(name, threads, cache, unbound, steps)
@@ -156,7 +166,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "bench")
     parser.add_argument("--unbound", action="store_true",
-                        help="time each step alone, not runs of compiled loops bound together")
+                        help="time each step called alone, not inside the executor's runs")
     parser.add_argument("--ort", action="store_true",
                         help="also onnxruntime's profile of the model, by operator type")
     parser.add_argument("--steps", action="store_true",

@@ -109,6 +109,56 @@ def test_a_failing_step_in_a_native_run_raises_its_own_error():
     assert array[1] == 6.0  # the step before the failing one ran
 
 
+@pytest.mark.parametrize("weights_as_inputs", [False, True])
+def test_run_timed_adds_each_step_time_and_computes_what_run_does(weights_as_inputs):
+    # with the weights as inputs some steps stay Python calls (timed around the call)
+    mod, params = _attention()
+    with PassContext(opt_level=3):
+        built = passhost.build(mod, "cpu -num-threads=2",
+                               params=None if weights_as_inputs else params)
+    executor = built.executor()
+    assert (len(executor._runs) > 1) == weights_as_inputs
+    x = _data(1, 4, 12, 12)
+    inputs = {"x": x, **(params if weights_as_inputs else {})}
+    expected = executor(**inputs)[0].copy()
+    seconds = np.zeros(len(executor.plan.steps))
+    executor.set_input("x", np.zeros_like(x))
+    executor.run_timed(seconds)
+    first = seconds.copy()
+    assert np.all(first > 0) and first.sum() < 10  # every step timed, in seconds
+    executor.set_input("x", x)
+    executor.run_timed(seconds)  # adds to what is there
+    assert np.all(seconds > first)
+    np.testing.assert_array_equal(executor.get_output(0), expected)
+    executor.run()  # the untimed runs are untouched
+    np.testing.assert_array_equal(executor.get_output(0), expected)
+    with pytest.raises(passhost.errors.PasshostError, match="steps, 2 entries"):
+        executor.run_timed(np.zeros(2))
+
+
+def test_a_timed_native_run_times_its_steps_in_order_up_to_a_failure():
+    x = decl_buffer((2,), "float32", "x")
+    ok = PrimFunc([x.data], {x.data: x}, BufferStore(x, x[0] + 1.0, [1]),
+                  attrs={"global_symbol": "ok"})
+    checked = PrimFunc([x.data], {x.data: x},
+                       AssertStmt(x[0] < 1.0, StringImm("x[0] must be below 1"),
+                                  BufferStore(x, x[1], [0])), attrs={"global_symbol": "f"})
+    module = tir_to_runtime(Target("cpu"), IRModule({"ok": ok, "f": checked}))
+    array = np.array([0.5, 1.0], "float32")
+    steps = [(module.get_function(name).native_step, [array]) for name in ("ok", "f", "ok")]
+    seconds = np.zeros(3)
+    run = step_runner().bind(steps, seconds)
+    run()
+    assert np.all(seconds > 0) and array.tolist() == [1.5, 2.5]
+    before = seconds.copy()
+    with pytest.raises(passhost.errors.PasshostError, match=r"'f'.*x\[0\] must be below 1"):
+        run()
+    # the steps up to the failing one add their times; the one after it did not run
+    assert seconds[0] > before[0] and seconds[1] > before[1] and seconds[2] == before[2]
+    with pytest.raises(ValueError, match="3 contiguous float64"):
+        step_runner().bind(steps, np.zeros(3, "float32"))
+
+
 def _conv_silu() -> tuple[IRModule, dict[str, np.ndarray]]:
     """A convolution, a bias and x * sigmoid(x) (EfficientNet's activation)."""
     x = relay.var("x", shape=(1, 8, 13, 13), dtype="float32")

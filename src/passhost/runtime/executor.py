@@ -11,6 +11,7 @@ call, with no Python between them.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -40,9 +41,23 @@ def _native(run: Run) -> tuple[NativeStep, Sequence[Any]] | None:
     return None if arguments is None else (step, arguments)
 
 
-def _bind_native_runs(steps: list[Run]) -> list[Run]:
+def _timed_call(func: Callable[..., Any], seconds: np.ndarray,
+                index: int) -> Callable[..., None]:
+    """``func``, adding the wall time of each call to ``seconds[index]``."""
+
+    def timed(*args: Any) -> None:
+        start = time.perf_counter()
+        func(*args)
+        seconds[index] += time.perf_counter() - start
+
+    return timed
+
+
+def _bind_native_runs(steps: list[Run], seconds: np.ndarray | None = None) -> list[Run]:
     """``steps`` with each run of consecutive native steps of one runner bound into one
-    call (a single native step stays a plain call: it costs no more)."""
+    call (a single native step stays a plain call: it costs no more). With ``seconds``
+    (float64, one per step), every native step is bound, alone too, and every step adds
+    its wall time to its entry when it runs: native ones as the native call runs them."""
     out: list[Run] = []
     natives = [_native(run) for run in steps]
     index = 0
@@ -52,8 +67,11 @@ def _bind_native_runs(steps: list[Run]) -> list[Run]:
                and (following := natives[index + len(group)]) is not None
                and following[0].runner is group[0][0].runner):
             group.append(following)
-        if len(group) > 1:
-            out.append((group[0][0].runner.bind(group), ()))
+        if len(group) > 1 or (group and seconds is not None):
+            times = None if seconds is None else seconds[index:index + len(group)]
+            out.append((group[0][0].runner.bind(group, times), ()))
+        elif seconds is not None:
+            out.append((_timed_call(steps[index][0], seconds, index), steps[index][1]))
         else:
             out.append(steps[index])
         index += max(len(group), 1)
@@ -88,7 +106,9 @@ class Executor:
             if func is None:
                 raise ExecutorError(f"no runtime module has function {step.func!r}")
             steps.append((func, tuple(arrays[a] for a in step.args)))
+        self._steps = steps
         self._runs = _bind_native_runs(steps)
+        self._timed: tuple[list[Run], np.ndarray] | None = None
         self._scopes = scope_factories(module)
         self._outputs = [arrays[o] for o in plan.outputs]
         self.input_names = [name for name, _ in plan.inputs]
@@ -136,9 +156,26 @@ class Executor:
         with run_scope(self.module):
             self._run_steps()
 
-    def _run_steps(self) -> None:
-        for func, args in self._runs:
+    def _run_steps(self, runs: list[Run] | None = None) -> None:
+        for func, args in self._runs if runs is None else runs:
             func(*args)
+
+    def run_timed(self, seconds: np.ndarray) -> None:
+        """Run every step once, as :meth:`run` does, adding each plan step's wall time in
+        seconds to ``seconds[i]`` (one entry per step): a profile of the run itself, where
+        native runs time their steps inside the one native call, with nothing between
+        them, and other steps are timed around their call."""
+        if len(seconds) != len(self.plan.steps):
+            raise ExecutorError(f"run_timed: {len(self.plan.steps)} steps, "
+                                f"{len(seconds)} entries to add their times to")
+        if self._timed is None:
+            own = np.zeros(len(self.plan.steps))
+            self._timed = (_bind_native_runs(self._steps, own), own)
+        runs, own = self._timed
+        own[:] = 0.0
+        with run_scope(self.module):
+            self._run_steps(runs)
+        seconds += own
 
     def get_output(self, index: int) -> np.ndarray:
         """Output ``index`` (a view of the executor's memory: the next run overwrites it)."""

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 from attrs import frozen
 
 __all__ = ["FunctionModule", "Module", "NativeRunner", "NativeStep", "find_function",
@@ -40,10 +41,12 @@ class Module(Protocol):
 class NativeRunner(Protocol):
     """Runs several compiled functions in one native call."""
 
-    def bind(self, steps: Sequence[tuple[NativeStep, Sequence[Any]]]) -> Callable[[], None]:
+    def bind(self, steps: Sequence[tuple[NativeStep, Sequence[Any]]],
+             seconds: np.ndarray | None = None) -> Callable[[], None]:
         """A callable running ``steps`` (each a function's native step and its packed
         function's arguments: arrays, which stay where they are, or None for NULL) in
-        order, raising the failing step's error when one fails."""
+        order, raising the failing step's error when one fails; with ``seconds`` (float64,
+        one per step) it adds each step's wall time to its entry (a profile of the run)."""
 
 
 @frozen

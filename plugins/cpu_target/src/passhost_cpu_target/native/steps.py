@@ -10,6 +10,8 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from passhost.runtime import NativeStep
 from passhost_cpu_target import native
 from passhost_cpu_target.native.library import address
@@ -22,14 +24,20 @@ class StepRunner:
 
     def __init__(self, cdll: ctypes.CDLL) -> None:
         self.cdll = cdll
-        self.run_steps = cdll.ph_run_steps
+        self.run_steps = cdll.ph_run_steps_timed
         self.run_steps.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
-                                   ctypes.POINTER(ctypes.c_int64)]
+                                   ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p]
         self.run_steps.restype = ctypes.c_int32
 
-    def bind(self, steps: Sequence[tuple[NativeStep, Sequence[Any]]]) -> Callable[[], None]:
-        """One callable running ``steps`` (their arrays stay where they are)."""
+    def bind(self, steps: Sequence[tuple[NativeStep, Sequence[Any]]],
+             seconds: np.ndarray | None = None) -> Callable[[], None]:
+        """One callable running ``steps`` (their arrays stay where they are); with
+        ``seconds`` (float64, one per step), each step's wall time is added to its entry
+        on every call, measured in the native loop."""
         n = len(steps)
+        if seconds is not None and not (seconds.dtype == np.float64 and seconds.shape == (n,)
+                                        and seconds.flags.c_contiguous):
+            raise ValueError(f"seconds must be {n} contiguous float64 values")
         fns = (ctypes.c_void_p * n)(*[step.address for step, _ in steps])
         arg_arrays = [(ctypes.c_void_p * max(len(values), 1))(
             *[None if v is None else address(v) for v in values]) for _, values in steps]
@@ -37,14 +45,15 @@ class StepRunner:
         failed = ctypes.c_int64(0)
         bound = [step for step, _ in steps]
         run_steps = self.run_steps
+        times = None if seconds is None else seconds.ctypes.data
 
         def run() -> None:
-            status = run_steps(n, fns, table, ctypes.byref(failed))
+            status = run_steps(n, fns, table, ctypes.byref(failed), times)
             if status:
                 raise bound[failed.value].error(status)
 
         # the pointer tables and the arrays they point at live as long as the callable
-        run.kept = (fns, arg_arrays, table, [values for _, values in steps])  # type: ignore[attr-defined]
+        run.kept = (fns, arg_arrays, table, [values for _, values in steps], seconds)  # type: ignore[attr-defined]
         return run
 
 

@@ -1,8 +1,10 @@
 /* Packed forms of the kernels and the runner of native steps; the ABI version. */
 #include "kernels.h"
 
+#include <time.h>
+
 /* Bumped whenever a signature changes; the loader refuses a library with another value. */
-int ph_abi_version(void) { return 9; }
+int ph_abi_version(void) { return 10; }
 
 /* ---------------------------------------------------------------------------------------
  * Steps: each kernel in packed form, int32_t f(void *const *args) with its arguments in
@@ -37,17 +39,32 @@ int32_t ph_matmul__packed(void *const *a) {
   return ph_matmul(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
 }
 
-/* Calls fns[i](args[i]) for i < n in order; on a failure, stores i in *failed and returns
- * the status. */
-int32_t ph_run_steps(int64_t n, const ph_packed_fn *fns, void *const *const *args,
-                     int64_t *failed) {
+/* Calls fns[i](args[i]) for i < n in order, adding each call's wall time in seconds to
+ * seconds[i] unless `seconds` is NULL (a profile of the run itself: no caller between the
+ * steps); on a failure, stores i in *failed and returns the status. */
+int32_t ph_run_steps_timed(int64_t n, const ph_packed_fn *fns, void *const *const *args,
+                           int64_t *failed, double *seconds) {
+  struct timespec before, after;
+  if (seconds) clock_gettime(CLOCK_MONOTONIC, &before);
   for (int64_t i = 0; i < n; ++i) {
     const int32_t status = fns[i](args[i]);
+    if (seconds) {
+      clock_gettime(CLOCK_MONOTONIC, &after);
+      seconds[i] += (double)(after.tv_sec - before.tv_sec) +
+                    1e-9 * (double)(after.tv_nsec - before.tv_nsec);
+      before = after;
+    }
     if (status != 0) {
       *failed = i;
       return status;
     }
   }
   return 0;
+}
+
+/* ph_run_steps_timed, untimed. */
+int32_t ph_run_steps(int64_t n, const ph_packed_fn *fns, void *const *const *args,
+                     int64_t *failed) {
+  return ph_run_steps_timed(n, fns, args, failed, NULL);
 }
 
