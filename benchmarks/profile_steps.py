@@ -11,9 +11,10 @@ each step called alone from Python (a few microseconds more per step, and at two
 the pool's workers may have gone to sleep in between). It prints the total per inference
 and the time per kind of step (the PrimFunc name without its number), largest first. With
 ``--ort``, onnxruntime's own profiler times the same model on the same threads over R
-inferences after two untimed, in turns with passhost's (one inference each per round:
-this machine's speed drifts by up to 1.6x within a minute, and two profiles taken one
-after the other compared different phases), and its time per operator type follows (the
+inferences after two untimed, in turns with passhost's (one inference each per round,
+after a pause and an untimed one: this machine's speed drifts by up to 1.6x within a
+minute, and two profiles taken one after the other compared different phases), and its
+time per operator type follows (the
 kernels' time: no session overhead). With ``--steps``, every step is listed in order (with
 its output's shape) instead of the kinds, and onnxruntime's nodes in order (with their
 outputs' shapes), so that a layer's two times can be read side by side.
@@ -99,17 +100,24 @@ class _PasshostSteps:
         return {"total": sum(per_run.values()), **per_run}
 
 
+#: Before each runtime's turn in a round: a pause, since the other runtime's idle threads
+#: may spin for tens of milliseconds after its run and take the cores (onnxruntime's do:
+#: MobileNetV2 at two threads took 2x its time run right after onnxruntime's), then one
+#: untimed inference, so that caches and threads are warm again after the other's.
+QUIET_S = 0.1
+
+
 def _ort_result(events: list[dict[str, Any]], runs: int, steps: bool) -> dict[str, float]:
     """onnxruntime's milliseconds per inference by operator type (or by node, in the order
-    they ran) and ``"total"``, from its profiler's node events, the first two runs'
-    (untimed) left out."""
+    they ran) and ``"total"``, from its profiler's node events: the first two runs
+    (untimed) left out, then each round's first (its warm-up)."""
     seconds: collections.Counter[str] = collections.Counter()
     seen: collections.Counter[str] = collections.Counter()
     for event in events:
         if event.get("cat") != "Node" or not event["name"].endswith("_kernel_time"):
             continue
         seen[event["name"]] += 1
-        if seen[event["name"]] > 2:  # the untimed runs' events come first
+        if seen[event["name"]] > 2 and seen[event["name"]] % 2 == 0:  # runs in order
             seconds[_node_key(event) if steps else event["args"]["op_name"]] += \
                 event["dur"] * 1e-6
     order = seconds.items() if steps else seconds.most_common()
@@ -123,8 +131,9 @@ def profiles(name: str, threads: int, runs: int, cache: Path, unbound: bool = Fa
     """passhost's milliseconds per inference by kind of step (and ``"total"``; ``unbound``
     times every step called alone instead of inside the executor's runs; ``steps`` gives
     each step in order instead of the kinds) and, with ``ort``, onnxruntime's by
-    operator type or node. The two are timed in turns, one inference each per round, so
-    that both sample the same phases of a machine whose speed drifts."""
+    operator type or node. The two are timed in turns, one inference each per round
+    after a pause and a warm-up inference (:data:`QUIET_S`), so that both sample the same
+    phases of a machine whose speed drifts."""
     timer = _PasshostSteps(name, threads, cache, unbound, steps)
     if not ort:
         for _ in range(runs):
@@ -135,9 +144,15 @@ def profiles(name: str, threads: int, runs: int, cache: Path, unbound: bool = Fa
         inputs = example_inputs(name)
         for _ in range(2):
             session.run(None, inputs)
-        for _ in range(runs):
-            timer.time_once()
+
+        def ort_run() -> None:
             session.run(None, inputs)
+
+        for _ in range(runs):
+            for warm, timed in ((timer.executor.run, timer.time_once), (ort_run, ort_run)):
+                time.sleep(QUIET_S)
+                warm()
+                timed()
         events = json.loads(Path(session.end_profiling()).read_text())
     return timer.result(runs), _ort_result(events, runs, steps)
 
