@@ -93,14 +93,20 @@ def test_a_weight_given_as_an_input_stays_a_python_call_and_is_read_each_run():
                                    evaluate(mod, x=x, **weights), rtol=1e-4, atol=1e-5)
 
 
-def test_a_failing_step_in_a_native_run_raises_its_own_error():
+def _checked_steps_module():
+    """Compiled loops ``ok`` (x[1] = x[0] + 1) and ``f`` (x[0] = x[1], failing unless
+    x[0] < 1), each over a float32[2]."""
     x = decl_buffer((2,), "float32", "x")
     ok = PrimFunc([x.data], {x.data: x}, BufferStore(x, x[0] + 1.0, [1]),
                   attrs={"global_symbol": "ok"})
     checked = PrimFunc([x.data], {x.data: x},
                        AssertStmt(x[0] < 1.0, StringImm("x[0] must be below 1"),
                                   BufferStore(x, x[1], [0])), attrs={"global_symbol": "f"})
-    module = tir_to_runtime(Target("cpu"), IRModule({"ok": ok, "f": checked}))
+    return tir_to_runtime(Target("cpu"), IRModule({"ok": ok, "f": checked}))
+
+
+def test_a_failing_step_in_a_native_run_raises_its_own_error():
+    module = _checked_steps_module()
     array = np.array([5.0, 1.0], "float32")
     steps = [(module.get_function(name).native_step, [array]) for name in ("ok", "f")]
     run = step_runner().bind(steps)
@@ -137,13 +143,7 @@ def test_run_timed_adds_each_step_time_and_computes_what_run_does(weights_as_inp
 
 
 def test_a_timed_native_run_times_its_steps_in_order_up_to_a_failure():
-    x = decl_buffer((2,), "float32", "x")
-    ok = PrimFunc([x.data], {x.data: x}, BufferStore(x, x[0] + 1.0, [1]),
-                  attrs={"global_symbol": "ok"})
-    checked = PrimFunc([x.data], {x.data: x},
-                       AssertStmt(x[0] < 1.0, StringImm("x[0] must be below 1"),
-                                  BufferStore(x, x[1], [0])), attrs={"global_symbol": "f"})
-    module = tir_to_runtime(Target("cpu"), IRModule({"ok": ok, "f": checked}))
+    module = _checked_steps_module()
     array = np.array([0.5, 1.0], "float32")
     steps = [(module.get_function(name).native_step, [array]) for name in ("ok", "f", "ok")]
     seconds = np.zeros(3)

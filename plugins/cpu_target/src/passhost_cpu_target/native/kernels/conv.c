@@ -79,11 +79,6 @@ static void pack_cols(float *restrict bp, i64 ld, const float *restrict xg, cons
   }
 }
 
-
-
-
-
-
 /* Packs the m x k matrix w (row stride k) into panels of MR rows for micro_tile: element
  * (r, j) goes to ap[((r / MR) * k + j) * MR + r % MR]; the rows that fill up the last panel
  * are zero. */

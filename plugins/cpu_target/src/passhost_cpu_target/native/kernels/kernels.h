@@ -190,10 +190,6 @@ enum { ACT_NONE = 0, ACT_SIGMOID = 1, ACT_SILU = 2 };
 
 static inline int activation_of(const float *bounds) { return (int)bounds[2]; }
 
-
-
-
-
 /* y[r * ld + j] *= gate[r * ld + j] for r < rows, j < n: a gated product after the
  * activation, as SwiGLU's silu(x W) * (x V), on what the caller has just stored. */
 static inline void gate_rows(float *y, i64 rows, i64 ld, i64 n, const float *gate) {

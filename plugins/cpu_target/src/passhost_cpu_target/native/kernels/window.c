@@ -167,14 +167,12 @@ static inline __attribute__((always_inline)) void depthwise_block(
 }
 
 /* depthwise_block with nr (DW_ROWS, or 1 on the generic path), nv, `step` and `ks` as
- * constants; inlined into
- * one function per (step, ks) (DW_BLOCKS), each holding only its own variants and loading
- * its taps' weights per call (inlined into a loop over blocks, GCC kept all 49 of a 7x7's
- * broadcast weights live across it and spilled). */
-static inline __attribute__((always_inline)) void depthwise_block_any(const window_job *job, const float *src, i64 stride,
-                                const float *wc, i64 n, float *dst, const float *bias,
-                                const float *res, float *tmp, i64 room, int rows, int step,
-                                int ks) {
+ * constants; inlined into one function per (step, ks) (DW_BLOCKS), each holding only its
+ * own variants and loading its taps' weights per call (inlined into a loop over blocks, GCC
+ * kept all 49 of a 7x7's broadcast weights live across it and spilled). */
+static inline __attribute__((always_inline)) void depthwise_block_any(
+    const window_job *job, const float *src, i64 stride, const float *wc, i64 n, float *dst,
+    const float *bias, const float *res, float *tmp, i64 room, int rows, int step, int ks) {
 #define DW_CASE(R, V, S, K) \
   depthwise_block(job, src, stride, wc, n, dst, bias, res, tmp, room, R, rows, V, S, K)
 #define DW_CASES(R, S, K)                \
@@ -599,40 +597,42 @@ int ph_max_pool_nchw(const float *x, float *y, const i64 *g) {
 }
 
 typedef struct {
-  const float *x;
+  const float *x, *w, *bias, *res;
   float *y;
   const i64 *g;
   i64 tasks;
-} pool_nhwc_job;
+  float lo, hi;
+  int act;
+} nhwc_job;
 
 /* Task t of NHWC max pooling: a contiguous share of the output rows (of every image). Each
  * output's channels, a vector at a time, start at -inf and take the window's taps inside
  * the data in order, as ph_max_pool_nchw's padded planes give them (the padding never wins,
  * the first NaN does, and of equal values the last: a -0 and a +0 tie the same way). */
 static void max_pool_nhwc_rows(void *arg, i64 task) {
-  const pool_nhwc_job *job = arg;
-  const i64 *g = job->g;
-  const i64 h = g[0], wd = g[1], oh = g[2], ow = g[3], kh = g[4], kw = g[5], sh = g[6];
-  const i64 sw = g[7], dh = g[8], dw = g[9], pt = g[10], pl = g[11], n = g[12], c = g[13];
+  const nhwc_job *job = arg;
+  const window_geom wg = window_geometry(job->g);
+  const i64 c = job->g[13];
   i64 t0, t1;
-  part_range(n * oh, job->tasks, task, &t0, &t1);
+  part_range(job->g[12] * wg.oh, job->tasks, task, &t0, &t1);
   for (i64 t = t0; t < t1; t++) {
-    const i64 b = t / oh, oy = t % oh;
-    const i64 ky0 = max64(0, (pt - oy * sh + dh - 1) / dh);
-    const i64 ky1 = min64(kh, (h + pt - oy * sh + dh - 1) / dh);
-    for (i64 ox = 0; ox < ow; ox++) {
-      const i64 kx0 = max64(0, (pl - ox * sw + dw - 1) / dw);
-      const i64 kx1 = min64(kw, (wd + pl - ox * sw + dw - 1) / dw);
-      const i64 origin = ((b * h + oy * sh - pt) * wd + ox * sw - pl) * c; /* may lie outside */
+    const i64 b = t / wg.oh, oy = t % wg.oh;
+    const i64 ky0 = max64(0, (wg.pt - oy * wg.sh + wg.dh - 1) / wg.dh);
+    const i64 ky1 = min64(wg.kh, (wg.h + wg.pt - oy * wg.sh + wg.dh - 1) / wg.dh);
+    for (i64 ox = 0; ox < wg.ow; ox++) {
+      const i64 kx0 = max64(0, (wg.pl - ox * wg.sw + wg.dw - 1) / wg.dw);
+      const i64 kx1 = min64(wg.kw, (wg.w + wg.pl - ox * wg.sw + wg.dw - 1) / wg.dw);
+      /* the window's first tap, which may lie outside the data */
+      const i64 origin = ((b * wg.h + oy * wg.sh - wg.pt) * wg.w + ox * wg.sw - wg.pl) * c;
       for (i64 c0 = 0; c0 < c; c0 += VW) {
         const i64 nc = min64(VW, c - c0);
         vf acc = (vf){0} - INFINITY;
         for (i64 ky = ky0; ky < ky1; ky++)
           for (i64 kx = kx0; kx < kx1; kx++) {
-            const float *tap = job->x + (origin + (ky * dh * wd + kx * dw) * c + c0);
+            const float *tap = job->x + (origin + (ky * wg.dh * wg.w + kx * wg.dw) * c + c0);
             acc = vmax_nan(acc, nc == VW ? *(const vf *)tap : load_first(tap, nc));
           }
-        store_first(job->y + (t * ow + ox) * c + c0, acc, nc);
+        store_first(job->y + (t * wg.ow + ox) * c + c0, acc, nc);
       }
     }
   }
@@ -643,18 +643,9 @@ static void max_pool_nhwc_rows(void *arg, i64 task) {
 void ph_max_pool_nhwc(const float *x, float *y, const i64 *g) {
   const int nt = num_threads(g[14]);
   const i64 rows = g[12] * g[2], work = rows * g[3] * g[4] * g[5] * g[13];
-  pool_nhwc_job job = {x, y, g, split_tasks(rows, work, nt)};
+  nhwc_job job = {.x = x, .y = y, .g = g, .tasks = split_tasks(rows, work, nt)};
   ph_parallel(job.tasks, nt, max_pool_nhwc_rows, &job);
 }
-
-typedef struct {
-  const float *x, *w, *bias, *res;
-  float *y;
-  const i64 *g;
-  i64 tasks;
-  float lo, hi;
-  int act;
-} nhwc_job;
 
 /* Task t of an NHWC depthwise convolution: a contiguous share of the output rows (of every
  * image), each then through the activation. */
