@@ -375,14 +375,43 @@ def test_layout_transform():
     assert ty == TensorType((1, 7, 8, 5), "int8")
 
 
+def test_split_layout_transform():
+    # NCHW16c: N, C / 16, H, W, then 16 consecutive channels; OIHW4i8o splits two axes
+    x = ints((2, 32, 3, 2))
+    out = run(relay.layout_transform, x, src_layout="NCHW", dst_layout="NCHW16c")
+    assert out.shape == (2, 2, 3, 2, 16)
+    for n, c, h, w in itertools.product(range(2), range(32), range(3), range(2)):
+        assert out[n, c // 16, h, w, c % 16] == x[n, c, h, w]
+    nhwc8c = run(relay.layout_transform, out, src_layout="NCHW16c", dst_layout="NHWC8c")
+    for n, c, h, w in itertools.product(range(2), range(32), range(3), range(2)):
+        assert nhwc8c[n, h, w, c // 8, c % 8] == x[n, c, h, w]
+    back = run(relay.layout_transform, nhwc8c, src_layout="NHWC8c", dst_layout="NCHW")
+    assert back.tolist() == x.tolist()
+    w = ints((16, 8, 3, 3))
+    blocked = run(relay.layout_transform, w, src_layout="OIHW", dst_layout="OIHW4i8o")
+    assert blocked.shape == (2, 2, 3, 3, 4, 8)
+    for o, i, h, ww in itertools.product(range(16), range(8), range(3), range(3)):
+        assert blocked[o // 8, i // 4, h, ww, i % 4, o % 8] == w[o, i, h, ww]
+    ty = type_of(relay.layout_transform, ((1, 64, 5, 7), "int8"), src_layout="NCHW",
+                 dst_layout="NHWC16c")
+    assert ty == TensorType((1, 5, 7, 4, 16), "int8")
+
+
 def test_layout_transform_errors():
     err = type_error(relay.layout_transform, ((2, 3, 4), "float32"), src_layout="NCHW",
                      dst_layout="NHWC")
     assert (err.op, err.argument) == ("layout_transform", "data") and "NCHW" in str(err)
+    err = type_error(relay.layout_transform, ((1, 24, 4, 4), "float32"), src_layout="NCHW",
+                     dst_layout="NCHW16c")
+    assert err.argument == "data" and "a multiple of 16 along axis C" in str(err)
+    err = type_error(relay.layout_transform, ((1, 2, 4, 4, 8), "float32"),
+                     src_layout="NCHW16c", dst_layout="NCHW")
+    assert err.argument == "data" and "axis 4 of 16" in str(err)
     x = tvar("x", (1, 2, 3, 4))
-    with pytest.raises(AttrError, match=r"layout_transform: attribute 'dst_layout'.*NCHW16c"):
-        relay.layout_transform(x, "NCHW", "NCHW16c")
-    with pytest.raises(AttrError, match=r"attribute 'dst_layout'.*permutation"):
+    for malformed in ("NCHW0c", "NCHW16x", "NCHW16", "NCHW16C", "NCHW16c8c", "NC16cHWc"):
+        with pytest.raises(AttrError, match=r"layout_transform: attribute 'dst_layout'"):
+            relay.layout_transform(x, "NCHW", malformed)
+    with pytest.raises(AttrError, match=r"attribute 'dst_layout'.*primal axes"):
         relay.layout_transform(x, "NCHW", "NCHD")
     with pytest.raises(AttrError, match="attribute 'src_layout'"):
         relay.layout_transform(x, "NCHN", "NCHW")

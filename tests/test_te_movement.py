@@ -195,6 +195,22 @@ def test_layout_transform(shape, dtype, seed, data):
     _check(func, [_array(seed, shape, dtype)])
 
 
+@FAST
+@given(dtypes, seeds, st.data())
+def test_split_layout_transform(dtype, seed, data):
+    # NCHW -> a permutation of N C H W with C, then maybe H, split by a factor, and back
+    f, g = data.draw(st.sampled_from([1, 2, 4, 16])), data.draw(st.sampled_from([1, 2, 3]))
+    shape = (data.draw(st.integers(1, 2)), f * data.draw(st.integers(1, 3)),
+             g * data.draw(st.integers(1, 3)), data.draw(st.integers(1, 4)))
+    dst = "".join(data.draw(st.permutations("NCHW"))) + f"{f}c" + (f"{g}h" if g > 1 else "")
+    x = _array(seed, shape, dtype)
+    _check(_unary(shape, dtype, lambda v: relay.layout_transform(v, "NCHW", dst)), [x])
+    (split,) = reference(_unary(shape, dtype, lambda v: relay.layout_transform(v, "NCHW", dst)),
+                         [x])
+    _check(_unary(split.shape, dtype, lambda v: relay.layout_transform(v, dst, "NHWC")),
+           [split])
+
+
 # -- concatenate / split / strided_slice ---------------------------------------------------------
 @FAST
 @given(shapes(min_rank=1, max_rank=3, max_size=30), dtypes, seeds, st.data())

@@ -216,6 +216,15 @@ def test_layout_transform():
     assert_same(got, expected, rtol=0, atol=0)
 
 
+def test_split_layout_transform_takes_the_reference_kernel():
+    x = np.arange(2 * 32 * 3 * 2, dtype=np.float32).reshape(2, 32, 3, 2)
+    attrs = {"src_layout": "NCHW", "dst_layout": "NHWC16c"}
+    got, expected, source = run_op("layout_transform", attrs, [x])
+    assert not uses_fast_kernel(source)
+    assert_same(got, expected, rtol=0, atol=0)
+    assert got[0].shape == (2, 3, 2, 2, 16) and got[0][1, 2, 1, 1, 5] == x[1, 21, 2, 1]
+
+
 @SETTINGS
 @given(data=st.data(), count=st.integers(1, 4))
 def test_concatenate(data, count):
