@@ -124,6 +124,26 @@ def test_strided_1x1_convolutions_subsample_their_input(threads, n, c, o, h, w, 
 
 
 @pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("n", "c", "o", "h", "w", "k", "stride", "padding", "groups"), [
+    (1, 3, 40, 32, 36, (4, 4), 4, (0, 0, 0, 0), 1),    # a 4x4 patch stem
+    (2, 24, 36, 14, 14, (2, 2), 2, (0, 0, 0, 0), 1),   # 2x2 to 7x7: transposed tiles
+    (1, 8, 20, 35, 37, (2, 3), 3, (1, 2, 0, 1), 2),    # taps shorter than the stride, padded
+    (1, 3, 48, 48, 48, (16, 16), 16, (0, 0, 0, 0), 1),  # ViT's 16x16 patches
+    (1, 6, 12, 13, 11, (3, 2), 3, (2, 0, 1, 1), 3),    # odd sizes, three groups
+])
+def test_convolutions_of_windows_that_do_not_overlap_rearrange_their_input(
+        threads, n, c, o, h, w, k, stride, padding, groups):
+    """Convolutions whose windows do not overlap (patch embeddings), taken as direct 1x1
+    convolutions of their input rearranged into one plane per channel and tap (zero where
+    a tap reads the padding)."""
+    data, weight = _data((n, c, h, w)), _data((o, c // groups, *k))
+    attrs = {"strides": (stride, stride), "padding": padding, "groups": groups}
+    got, expected, source = run_op("nn.conv2d", attrs, [data, weight], num_threads=threads)
+    assert uses_native_kernel(source)
+    assert_same(got, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(("n", "c", "o", "h", "w", "k", "stride"), [
     (1, 40, 136, 15, 17, 3, 2),   # two slabs of the reduction, two chunks of output channels
     (2, 3, 20, 30, 31, 7, 2),     # a 7x7 stem: blocks across row ends, two images

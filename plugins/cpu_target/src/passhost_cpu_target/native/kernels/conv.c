@@ -185,7 +185,7 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
  * epilogue, which is what the long reduction pays for. (At 14x14, where blocks waste an eighth, the
  * transposed form ran slower inside MobileNetV2 at 2 threads.) Gathering columns pays from 256
  * output channels on, for the layers the wide grid does not take (path_of asks it first), dilated
- * ones (strided 1x1 layers are direct once subsampled: see subsampled_1x1; gathered, ResNet-50's
+ * ones (strided 1x1 layers are direct once subsampled: see subsampled; gathered, ResNet-50's
  * 1024 -> 2048 at stride 2, 14x14 to 7x7, took 1.78 ms against packed columns' 2.35, C harness, one
  * thread). The wide grid beats it on strided 3x3 layers, whose gathered columns and weight panels
  * together outgrow L2: ResNet-50's 512-channel one at stride 2 took 2.0 ms there against 2.43-2.49
@@ -447,57 +447,74 @@ static conv_path path_of(const conv_geom *cv) {
 }
 
 /* ---------------------------------------------------------------------------------------
- * A 1x1 convolution that is not direct (strided, as ResNet's downsampling layers, or padded)
- * reads one input position per output: it is taken as the direct 1x1 convolution of its
- * input subsampled into the scratch (x'[c][oy][ox] = x[c][oy * sh - pt][ox * sw - pl], zero
- * outside the data), one pass over its outputs' worth of data, so that it takes every path
- * of direct 1x1 layers (columns read in place, the transposed form without a gather).
+ * A convolution whose windows do not overlap (each tap row and column at most a stride
+ * long and undilated: a 1x1 convolution that is not direct, strided as ResNet's downsampling
+ * layers or padded; the patch embeddings of ConvNeXt, 4x4 and 2x2 at their strides, and of
+ * ViT, 16x16 at stride 16) reads each input element at most once: it is taken as the direct
+ * 1x1 convolution of its input rearranged into the scratch, one plane per input channel
+ * and tap (x'[c * KH * KW + ky * KW + kx][oy][ox] = x[c][oy * sh + ky - pt][ox * sw + kx -
+ * pl], zero outside the data: the OIHW weights are then that 1x1 convolution's as they
+ * are), one pass over its outputs' worth of data, so that it takes every path of direct
+ * 1x1 layers (columns read in place, the transposed form without a gather).
  * Gathering each column block's strided rows run by run instead cost more than the products
  * of a short reduction: ResNet-18's 64 -> 128 at 56x56 to 28x28 took 2.8x-3.7x
- * onnxruntime's time in the model, its 128 -> 256 to 14x14 2.3x-2.5x.
+ * onnxruntime's time in the model, its 128 -> 256 to 14x14 2.3x-2.5x. ConvNeXt-T's patch
+ * layers, against the wide grid or packed columns (C harness, same buffers, alternating):
+ * its 4x4 stem 0.82x the time, 2x2 to 14x14 0.95x-0.96x, to 7x7 0.79x; ViT's 16x16 1.0x. The
+ * wide grid keeps the layers it fits with more than SUBSAMPLED_MAX_WIDE outputs: ConvNeXt's
+ * 2x2 to 28x28 took 1.02x-1.03x the time rearranged.
  */
-static int subsampled_1x1(const conv_geom *cv) {
-  return cv->kh == 1 && cv->kw == 1 && !direct_conv(cv);
+#define SUBSAMPLED_MAX_WIDE 512 /* outputs, at most, of one the wide grid fits */
+
+static int subsampled(const conv_geom *cv) {
+  return !direct_conv(cv) && (cv->kh == 1 || (cv->dh == 1 && cv->kh <= cv->sh)) &&
+         (cv->kw == 1 || (cv->dw == 1 && cv->kw <= cv->sw)) &&
+         (cv->p <= SUBSAMPLED_MAX_WIDE || !use_implicit(cv));
 }
 
-/* The geometry the products take for geometry g: for a subsampled 1x1 convolution, that of
- * the direct convolution of its subsampled input; else g's. */
+/* The geometry the products take for geometry g: for a subsampled convolution, that of
+ * the direct 1x1 convolution of its rearranged input; else g's. */
 static conv_geom product_geometry(const i64 *g) {
   const conv_geom cv = conv_geometry(g);
-  if (!subsampled_1x1(&cv)) return cv;
-  const i64 direct[16] = {cv.n, cv.c, cv.oh, cv.ow, cv.o, cv.oh, cv.ow, 1,
+  if (!subsampled(&cv)) return cv;
+  const i64 direct[16] = {cv.n, cv.c * cv.kh * cv.kw, cv.oh, cv.ow, cv.o, cv.oh, cv.ow, 1,
                           1,    1,    1,    1,    1,    0,    0,    cv.groups};
   return conv_geometry(direct);
 }
 
-/* Task t of subsampling: a contiguous share of the input planes (images x channels). */
+/* Task t of rearranging the input (see subsampled): a contiguous share of the input planes
+ * (images x channels), each to its taps' planes. */
 static void subsample_planes(void *arg, i64 t) {
   const input_copy_job *job = arg;
   const conv_geom *cv = job->cv;
-  i64 ylo, yhi, xlo, xhi, c0, c1;
-  valid_range(cv->oh, cv->sh, -cv->pt, cv->h, &ylo, &yhi);
-  valid_range(cv->ow, cv->sw, -cv->pl, cv->w, &xlo, &xhi);
+  const i64 taps = cv->kh * cv->kw;
+  i64 c0, c1;
   part_range(cv->n * cv->c, job->tasks, t, &c0, &c1);
-  for (i64 c = c0; c < c1; c++) {
-    const float *plane = job->x + c * cv->h * cv->w;
-    float *dst = job->dst + c * cv->p;
-    for (i64 oy = 0; oy < cv->oh; oy++) {
-      float *row = dst + oy * cv->ow;
-      if (oy < ylo || oy >= yhi) {
-        memset(row, 0, (size_t)cv->ow * sizeof(float));
-        continue;
+  for (i64 c = c0; c < c1; c++)
+    for (i64 tap = 0; tap < taps; tap++) {
+      const i64 ky = tap / cv->kw * cv->dh - cv->pt, kx = tap % cv->kw * cv->dw - cv->pl;
+      i64 ylo, yhi, xlo, xhi;
+      valid_range(cv->oh, cv->sh, ky, cv->h, &ylo, &yhi);
+      valid_range(cv->ow, cv->sw, kx, cv->w, &xlo, &xhi);
+      const float *plane = job->x + c * cv->h * cv->w;
+      float *dst = job->dst + (c * taps + tap) * cv->p;
+      for (i64 oy = 0; oy < cv->oh; oy++) {
+        float *row = dst + oy * cv->ow;
+        if (oy < ylo || oy >= yhi) {
+          memset(row, 0, (size_t)cv->ow * sizeof(float));
+          continue;
+        }
+        for (i64 ox = 0; ox < xlo; ox++) row[ox] = 0.0f;
+        strided_copy(row + xlo, plane + (oy * cv->sh + ky) * cv->w + xlo * cv->sw + kx,
+                     xhi - xlo, cv->sw);
+        for (i64 ox = xhi; ox < cv->ow; ox++) row[ox] = 0.0f;
       }
-      for (i64 ox = 0; ox < xlo; ox++) row[ox] = 0.0f;
-      strided_copy(row + xlo, plane + (oy * cv->sh - cv->pt) * cv->w + xlo * cv->sw - cv->pl,
-                   xhi - xlo, cv->sw);
-      for (i64 ox = xhi; ox < cv->ow; ox++) row[ox] = 0.0f;
     }
-  }
 }
 
-/* Floats of the subsampled input a convolution of geometry cv needs first (0: none). */
+/* Floats of the rearranged input a convolution of geometry cv needs first (0: none). */
 static i64 subsampled_floats(const conv_geom *cv) {
-  return subsampled_1x1(cv) ? cv->n * cv->c * cv->p : 0;
+  return subsampled(cv) ? cv->n * cv->c * cv->kh * cv->kw * cv->p : 0;
 }
 
 /* Floats of the `cols` scratch ph_conv2d_nchw needs for geometry g (0: none): the
@@ -567,7 +584,7 @@ static int conv2d_nchw(const float *x, const float *prep, float *y, const float 
                        const float *res, float *cols, const i64 *g, const float *bounds) {
   conv_geom cv = conv_geometry(g);
   const int nt = num_threads(g[16]);
-  if (subsampled_1x1(&cv)) {
+  if (subsampled(&cv)) {
     input_copy_job sub = {.cv = &cv, .x = x, .dst = cols,
                           .tasks = split_tasks(cv.n * cv.c, subsampled_floats(&cv) * COPY_WORK,
                                                nt)};
