@@ -22,6 +22,7 @@ from passhost.relay.expr import (
 from passhost.relay.interpreter import Interpreter, evaluate
 from passhost.relay.op import get_op, nn, qnn
 from passhost.relay.op import image as _image
+from passhost.relay.op import layout as _layout
 from passhost.relay.op import logic as _logic
 from passhost.relay.op import movement as _movement
 from passhost.relay.op import reduce as _reduce
@@ -32,6 +33,7 @@ from passhost.relay.op import transform as _transform
 from passhost.relay.op import unary as _unary
 from passhost.relay.op import vision as _vision
 from passhost.relay.op.image import *  # noqa: F403
+from passhost.relay.op.layout import *  # noqa: F403
 from passhost.relay.op.logic import *  # noqa: F403
 from passhost.relay.op.movement import *  # noqa: F403
 from passhost.relay.op.reduce import *  # noqa: F403
@@ -49,6 +51,7 @@ __all__ = [
     "GlobalVar", "IRModule", "Interpreter", "TensorType", "Tuple", "TupleGetItem",
     "TupleType", "Var", "analysis", "const", "evaluate", "get_op", "infer_type", "nn",
     "post_order", "post_order_visit", "qnn", "transform", "var",
-    *_image.__all__, *_logic.__all__, *_movement.__all__, *_reduce.__all__, *_search.__all__,
-    *_signal.__all__, *_tensor.__all__, *_transform.__all__, *_unary.__all__, *_vision.__all__,
+    *_image.__all__, *_layout.__all__, *_logic.__all__, *_movement.__all__, *_reduce.__all__,
+    *_search.__all__, *_signal.__all__, *_tensor.__all__, *_transform.__all__, *_unary.__all__,
+    *_vision.__all__,
 ]

@@ -5,6 +5,7 @@ from passhost.relay.op import (
     activation,
     annotation,
     image,
+    layout,
     logic,
     movement,
     nn,
@@ -25,6 +26,6 @@ from passhost.relay.op.registry import LayoutInfo, Op, OpPattern, define_op, get
 __all__ = [
     "AvgPool2DAttrs", "Conv2DAttrs", "DenseAttrs", "MaxPool2DAttrs",
     "LayoutInfo", "Op", "OpPattern", "define_op", "get_op", "list_ops",
-    "activation", "annotation", "image", "logic", "movement", "nn", "norm", "qnn", "reduce",
-    "search", "signal", "tensor", "transform", "unary", "vision", "windows",
+    "activation", "annotation", "image", "layout", "logic", "movement", "nn", "norm", "qnn",
+    "reduce", "search", "signal", "tensor", "transform", "unary", "vision", "windows",
 ]

@@ -16,7 +16,8 @@ from typing import Any
 from passhost import te
 from passhost.tir.expr import Max, Min, PrimExpr, const
 
-__all__ = ["absolute", "clamp", "load_index", "reshape_indices", "reshape_te", "zeros"]
+__all__ = ["absolute", "clamp", "load_index", "permute_te", "reshape_indices", "reshape_te",
+           "zeros"]
 
 
 def clamp(x: PrimExpr, lo: int, hi: int) -> PrimExpr:
@@ -85,3 +86,12 @@ def reshape_te(x: te.Tensor, shape: Sequence[int], name: str) -> te.Tensor:
     """The row-major reshape of ``x`` to ``shape`` (the compute of every operator that
     only changes the shape)."""
     return te.compute(shape, lambda *i: x[reshape_indices(i, shape, x.shape)], name=name)
+
+
+def permute_te(x: te.Tensor, perm: Sequence[int], name: str) -> te.Tensor:
+    """Output axis ``k`` is axis ``perm[k]`` of ``x``."""
+    def element(*i: PrimExpr) -> PrimExpr:
+        index = dict(zip(perm, i))
+        return x[tuple(index[k] for k in range(x.ndim))]
+
+    return te.compute(tuple(x.shape[p] for p in perm), element, name=name)

@@ -13,11 +13,6 @@ Semantics follow TVM's Relay operators of the same names:
   ``slice_mode="size"`` reads ``end`` as sizes (-1: to the end) and ignores ``strides``.
 * ``take``: ``mode="clip"`` clamps indices into ``[0, n - 1]`` (so -1 becomes 0), ``"wrap"``
   takes them modulo ``n``; ``"fast"`` assumes they are in range (the reference kernel wraps).
-* ``layout_transform`` moves between layouts of the same primal axes (upper-case letters),
-  permuted (``NCHW`` <-> ``NHWC``, ``OIHW`` <-> ``HWIO``) and each optionally split by a
-  factor (``NCHW16c``: N, C / 16, H, W, then 16 consecutive channels; ``OIHW16i16o``); a
-  split axis's extent must be a multiple of the factor (no padding), and a source layout's
-  split axes must have their factors as extents.
 
 Kernels return fresh arrays (never views of their inputs).
 """
@@ -37,12 +32,12 @@ from passhost.errors import AttrError
 from passhost.ir.attrs import Attrs, attrs_class, int_field, ints_field, str_field
 from passhost.ir.types import TensorType, TupleType, Type
 from passhost.relay.op.common import normalize_axis
-from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
-from passhost.relay.op.te_movement import clamp, load_index, reshape_te, zeros
+from passhost.relay.op.registry import ArgTypes, OpPattern, define_op
+from passhost.relay.op.te_movement import clamp, load_index, permute_te, reshape_te, zeros
 from passhost.tir.expr import Max, Min, PrimExpr, Select, const
 
 __all__ = [
-    "concatenate", "expand_dims", "layout_transform", "reshape", "split", "squeeze",
+    "concatenate", "expand_dims", "reshape", "split", "squeeze",
     "strided_slice", "take", "transpose",
 ]
 
@@ -150,15 +145,6 @@ def _transpose(attrs_value: TransposeAttrs, x: np.ndarray) -> np.ndarray:
     return np.transpose(x, axes).copy()
 
 
-def _permute_te(x: te.Tensor, perm: Sequence[int], name: str) -> te.Tensor:
-    """Output axis ``k`` is axis ``perm[k]`` of ``x``."""
-    def element(*i: PrimExpr) -> PrimExpr:
-        index = dict(zip(perm, i))
-        return x[tuple(index[k] for k in range(x.ndim))]
-
-    return te.compute(tuple(x.shape[p] for p in perm), element, name=name)
-
-
 def _transpose_te(attrs_value: TransposeAttrs, inputs: Sequence[te.Tensor],
                   _out: TensorType) -> te.Tensor:
     x = inputs[0]
@@ -166,7 +152,7 @@ def _transpose_te(attrs_value: TransposeAttrs, inputs: Sequence[te.Tensor],
         perm = list(range(x.ndim))[::-1]
     else:
         perm = [a % x.ndim for a in attrs_value.axes]
-    return _permute_te(x, perm, "transpose")
+    return permute_te(x, perm, "transpose")
 
 
 transpose = define_op(
@@ -597,149 +583,3 @@ take = define_op(
     te_compute=_take_te)
 
 
-# -- layout_transform ---------------------------------------------------------------------------
-def layout_axes(layout: str) -> list[tuple[str, int]] | None:
-    """The axes of ``layout`` in order, each (primal letter, factor): factor 0 for a primal
-    axis (an upper-case letter), the split factor for a subordinate one (a number and the
-    primal axis's lower-case letter: ``NCHW16c`` is N, C / 16, H, W, then 16 of C); None when
-    it is malformed (an axis twice, a subordinate axis without its primal one, a factor of
-    0, any other character)."""
-    axes: list[tuple[str, int]] = []
-    digits = ""
-    for char in layout:
-        if char.isascii() and char.isdigit():
-            digits += char
-        elif char.isascii() and char.isalpha() and char.isupper() != bool(digits):
-            axes.append((char.upper(), int(digits) if digits else 0))
-            if digits and axes[-1][1] == 0:
-                return None
-            digits = ""
-        else:
-            return None
-    primal = [letter for letter, factor in axes if not factor]
-    split = [letter for letter, factor in axes if factor]
-    if (digits or not axes or len(set(primal)) != len(primal) or len(set(split)) != len(split)
-            or not set(split) <= set(primal)):
-        return None
-    return axes
-
-
-@attrs_class
-class LayoutTransformAttrs(Attrs):
-    """Attributes of ``layout_transform``: source and destination layouts, of the same
-    primal axis letters, each axis optionally split (``NCHW16c``)."""
-
-    src_layout: str = str_field()
-    dst_layout: str = str_field()
-
-    def __attrs_post_init__(self) -> None:
-        primal = []
-        for name in ("src_layout", "dst_layout"):
-            axes = layout_axes(getattr(self, name))
-            if axes is None:
-                raise _attr_error(name, "a layout of distinct upper-case axis letters, each "
-                                  "optionally split by a factor and its lower-case letter "
-                                  "such as 'NCHW16c'", getattr(self, name))
-            primal.append(sorted(letter for letter, factor in axes if not factor))
-        if primal[0] != primal[1]:
-            raise _attr_error("dst_layout", "a layout of src_layout "
-                              f"{self.src_layout!r}'s primal axes", self.dst_layout)
-
-
-def _axes(attrs_value: LayoutTransformAttrs) -> tuple[list[tuple[str, int]],
-                                                       list[tuple[str, int]]]:
-    """The source and destination layouts' axes (validated by the attributes)."""
-    src, dst = layout_axes(attrs_value.src_layout), layout_axes(attrs_value.dst_layout)
-    assert src is not None and dst is not None
-    return src, dst
-
-
-def _is_split(attrs_value: LayoutTransformAttrs) -> bool:
-    return any(factor for axes in _axes(attrs_value) for _, factor in axes)
-
-
-def _layout_perm(attrs_value: LayoutTransformAttrs) -> list[int]:
-    """The permutation of an unsplit transform: output axis k is input axis perm[k]."""
-    return [attrs_value.src_layout.index(c) for c in attrs_value.dst_layout]
-
-
-def _extents(src: list[tuple[str, int]], shape: Sequence[int]) -> dict[str, int]:
-    """Each primal axis's whole extent in a tensor of ``shape`` in layout ``src``."""
-    extent: dict[str, int] = {}
-    for (letter, _), dim in zip(src, shape):
-        extent[letter] = extent.get(letter, 1) * dim
-    return extent
-
-
-def _split_shape(dst: list[tuple[str, int]], extent: dict[str, int]) -> tuple[int, ...]:
-    """The shape in layout ``dst`` of primal axes of ``extent`` (each split one's extent a
-    multiple of its factor)."""
-    factor = {letter: f for letter, f in dst if f}
-    return tuple(f if f else extent[letter] // factor.get(letter, 1) for letter, f in dst)
-
-
-def _layout_transform_rel(args: ArgTypes, attrs_value: LayoutTransformAttrs) -> Type:
-    src, dst = _axes(attrs_value)
-    data = args.tensor(0)
-    if data.ndim != len(src):
-        args.fail(0, f"a {len(src)}-D tensor (src_layout {attrs_value.src_layout})", data)
-    if not _is_split(attrs_value):
-        return TensorType(tuple(data.shape[p] for p in _layout_perm(attrs_value)), data.dtype)
-    for k, ((letter, factor), dim) in enumerate(zip(src, data.shape)):
-        if factor and dim != factor:
-            args.fail(0, f"axis {k} of {factor} (src_layout {attrs_value.src_layout}'s "
-                      f"{factor}{letter.lower()})", data)
-    extent = _extents(src, data.shape)
-    for letter, factor in dst:
-        if factor and extent[letter] % factor:
-            args.fail(0, f"a multiple of {factor} along axis {letter} (dst_layout "
-                      f"{attrs_value.dst_layout}), {extent[letter]} in all", data)
-    return TensorType(_split_shape(dst, extent), data.dtype)
-
-
-def _pieces(axes: list[tuple[str, int]], letter: str) -> list[tuple[str, int]]:
-    """The axes of primal axis ``letter`` in ``axes``, outer (the primal one) first."""
-    return sorted((axis for axis in axes if axis[0] == letter), key=lambda axis: axis[1] != 0)
-
-
-def _layout_transform(attrs_value: LayoutTransformAttrs, x: np.ndarray) -> np.ndarray:
-    if not _is_split(attrs_value):
-        return np.transpose(x, _layout_perm(attrs_value)).copy()
-    src, dst = _axes(attrs_value)
-    # the primal axes in dst's order, each whole (its src axes side by side, outer first) ...
-    order = [letter for letter, factor in dst if not factor]
-    extent = _extents(src, x.shape)
-    gather = [src.index(axis) for letter in order for axis in _pieces(src, letter)]
-    primal = np.transpose(x, gather).reshape([extent[letter] for letter in order])
-    # ... then split as dst splits them, and its axes put in dst's order
-    pieces = [axis for letter in order for axis in _pieces(dst, letter)]
-    split = primal.reshape(_split_shape(pieces, extent))
-    return np.transpose(split, [pieces.index(axis) for axis in dst]).copy()
-
-
-def _layout_transform_te(attrs_value: LayoutTransformAttrs, inputs: Sequence[te.Tensor],
-                         out: TensorType) -> te.Tensor:
-    if not _is_split(attrs_value):
-        return _permute_te(inputs[0], _layout_perm(attrs_value), "layout_transform")
-    src, dst = _axes(attrs_value)
-    x, src_factor = inputs[0], {letter: f for letter, f in src if f}
-    dst_factor = {letter: f for letter, f in dst if f}
-
-    def element(*i: PrimExpr) -> PrimExpr:
-        coord: dict[str, PrimExpr] = {}  # each primal axis's index: outer * factor + inner
-        for (letter, factor), index in zip(dst, i):
-            part = index if factor else index * dst_factor.get(letter, 1)
-            coord[letter] = coord[letter] + part if letter in coord else part
-        return x[tuple(coord[letter] % factor if factor
-                       else coord[letter] // src_factor[letter] if letter in src_factor
-                       else coord[letter] for letter, factor in src)]
-
-    return te.compute(out.shape, element, name="layout_transform")
-
-
-layout_transform = define_op(
-    "layout_transform", inputs=("data",), type_rel=_layout_transform_rel,
-    compute=_layout_transform, attrs=LayoutTransformAttrs, pattern=OpPattern.INJECTIVE,
-    layout=LayoutInfo(layout_attrs=("src_layout", "dst_layout")),
-    description="Move a tensor from src_layout to dst_layout (NCHW to NHWC, NCHW to NCHW16c).",
-    te_compute=_layout_transform_te)

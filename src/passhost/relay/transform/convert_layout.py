@@ -24,13 +24,9 @@ from passhost.ir.module import IRModule
 from passhost.ir.types import TensorType, TupleType
 from passhost.plugins.options import STR_LIST_MAP
 from passhost.relay.expr import Call, Function, Tuple, TupleGetItem
+from passhost.relay.op.layout import LayoutTransformAttrs, layout_transform
 from passhost.relay.op.registry import Op, OpPattern, get_op, list_ops
-from passhost.relay.op.transform import (
-    ExpandDimsAttrs,
-    LayoutTransformAttrs,
-    expand_dims,
-    layout_transform,
-)
+from passhost.relay.op.transform import ExpandDimsAttrs, expand_dims
 from passhost.relay.transform.common import map_graph_functions
 from passhost.relay.transform.layouts import default_kernel_layout, is_permutation, remap_axis
 from passhost.relay.type_infer import infer_type
