@@ -185,6 +185,12 @@ static inline void store_first(float *p, vf v, i64 n) {
 #endif
 }
 
+/* The larger of a and v, a NaN in either winning (as the max pools take the taps in order). */
+static inline vf vmax_nan(vf a, vf v) {
+  const vi keep = (a != a) | (a > v);
+  return (vf)(((vi)a & keep) | ((vi)v & ~keep));
+}
+
 /* The activations of `bounds`[2]. */
 enum { ACT_NONE = 0, ACT_SIGMOID = 1, ACT_SILU = 2 };
 
