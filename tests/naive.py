@@ -20,6 +20,16 @@ def pad4(p):
     return tuple(p)
 
 
+def in_layout(x, layout):
+    """NCHW ``x`` in ``layout`` by reshape and transpose: NCHW, NHWC, or NCHW{k}c, which is
+    (N, C / k, H, W, k) with channel c at [:, c // k, :, :, c % k]."""
+    if layout in ("NCHW", "NHWC"):
+        return np.ascontiguousarray(x.transpose(0, 2, 3, 1) if layout == "NHWC" else x)
+    k = int(layout[4:-1])
+    n, c, h, w = x.shape
+    return np.ascontiguousarray(x.reshape(n, c // k, k, h, w).transpose(0, 1, 3, 4, 2))
+
+
 def naive_conv2d(x, w, strides=(1, 1), padding=0, dilation=(1, 1), groups=1,
                  data_layout="NCHW", kernel_layout="OIHW", in_zp=0, w_zp=0):
     """2-D convolution by Python-number accumulation over in-bounds taps, with optional

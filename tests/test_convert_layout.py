@@ -13,7 +13,7 @@ import pytest
 from passhost.errors import IRTypeError, OptionError, UnknownNameError
 from passhost.ir.module import IRModule
 from passhost.ir.structural import structural_equal
-from passhost.relay.expr import Call, Function, Tuple, const, var
+from passhost.relay.expr import Call, Constant, Function, Tuple, const, var
 from passhost.relay.interpreter import evaluate
 from passhost.relay.op import nn, qnn
 from passhost.relay.transform import (
@@ -21,6 +21,7 @@ from passhost.relay.transform import (
     ConvertLayout,
     FoldConstant,
     InferType,
+    SimplifyInference,
     bind_params_by_name,
 )
 from passhost.relay.visitor import post_order
@@ -32,6 +33,7 @@ from passhost.workloads.zoo import get_model
 
 NHWC = {"nn.conv2d": ["NHWC", "HWIO"]}
 NHWC_POOLS = {"nn.conv2d": ["NHWC", "default"], "nn.max_pool2d": ["NHWC"]}
+BLOCKED = {"nn.conv2d": ["NCHW16c", "OIHW"]}
 HEADER = '#[version = "passhost.text/1"]\n'
 
 
@@ -94,6 +96,14 @@ def test_text_pipeline_form():
                                              "nn.max_pool2d": ("NHWC",)}
 
 
+def test_split_layouts_are_options():
+    assert ConvertLayout(BLOCKED).desired_layouts == {"nn.conv2d": ("NCHW16c", "OIHW")}
+    seq = build_pipeline('ConvertLayout{desired_layouts="nn.conv2d:NCHW8c:default;'
+                         'nn.avg_pool2d:NCHW4c"}')
+    assert seq.passes[0].desired_layouts == {"nn.conv2d": ("NCHW8c", "default"),
+                                             "nn.avg_pool2d": ("NCHW4c",)}
+
+
 def test_unknown_operator_lists_close_matches():
     with pytest.raises(UnknownNameError, match=r"unknown operator 'nn.conv2x' in ConvertLayout"
                        r".*'nn.conv2d'"):
@@ -113,6 +123,12 @@ def test_unknown_operator_lists_close_matches():
                               r"kernel_layout\), found \['NHWC'\]"),
     ({"nn.max_pool2d": ["NHWC", "HWIO"]}, r"nn.max_pool2d takes 1 desired layout"),
     ({"nn.conv2d": 4}, "the layouts of nn.conv2d are a list of strings, found int 4"),
+    ({"nn.conv2d": ["NCHW16C", "OIHW"]}, "data_layout 'NCHW16C' is not a permutation of "
+                                         "'NCHW', its axes possibly split"),
+    ({"nn.conv2d": ["NCHW16d", "OIHW"]}, "data_layout 'NCHW16d' is not a permutation"),
+    ({"nn.conv2d": ["NHWC16c", "OIHW"]}, "nn.conv2d does not support data_layout 'NHWC16c'"),
+    ({"nn.conv2d": ["NCHW016c", "OIHW"]}, "nn.conv2d does not support data_layout"),
+    ({"nn.conv2d": ["NCHW16c", "OIHW16o"]}, "nn.conv2d does not support kernel_layout"),
     (["nn.conv2d"], "desired_layouts maps operator names to layouts, found list"),
 ])
 def test_bad_options(desired, message):
@@ -352,6 +368,175 @@ def test_global_function_call_gets_original_layout():
     assert call.op is mod.get_global_var("helper")
     assert call.args[0].op.name == "layout_transform"
     assert call.args[0].attrs.dst_layout == "NCHW"
+
+
+# -- split layouts --------------------------------------------------------------------------
+RESNET_LIKE = """
+def @main(%x: Tensor[(1, 3, 8, 8), float32], %w1: Tensor[(16, 3, 3, 3), float32],
+          %b1: Tensor[(16, 1, 1), float32], %w2: Tensor[(16, 16, 3, 3), float32],
+          %b2: Tensor[(16, 1, 1), float32], %dw: Tensor[(10, 16), float32]) {
+  %0 = nn.conv2d(%x, %w1, padding=[1, 1, 1, 1]);
+  %1 = add(%0, %b1);
+  %2 = nn.relu(%1);
+  %3 = nn.max_pool2d(%2, pool_size=[2, 2], strides=[2, 2]);
+  %4 = nn.conv2d(%3, %w2, padding=[1, 1, 1, 1]);
+  %5 = add(%4, %b2);
+  %6 = add(%5, %3);
+  %7 = nn.relu(%6);
+  %8 = nn.global_avg_pool2d(%7);
+  %9 = nn.batch_flatten(%8);
+  nn.dense(%9, %dw)
+}"""
+
+
+def test_channel_blocks_stem_writes_blocks_pools_follow():
+    # The stem's 3 channels do not divide into blocks of 16: it reads NCHW, writes NCHW16c.
+    out = check_rewrite(RESNET_LIKE, BLOCKED, """
+def @main(%x: Tensor[(1, 3, 8, 8), float32], %w1: Tensor[(16, 3, 3, 3), float32],
+          %b1: Tensor[(16, 1, 1), float32], %w2: Tensor[(16, 16, 3, 3), float32],
+          %b2: Tensor[(16, 1, 1), float32], %dw: Tensor[(10, 16), float32]) {
+  %0 = nn.conv2d(%x, %w1, padding=[1, 1, 1, 1], out_layout="NCHW16c");
+  %1 = expand_dims(%b1, axis=0);
+  %2 = layout_transform(%1, src_layout="NCHW", dst_layout="NCHW16c");
+  %3 = add(%0, %2);
+  %4 = nn.relu(%3);
+  %5 = nn.max_pool2d(%4, pool_size=[2, 2], strides=[2, 2], layout="NCHW16c");
+  %6 = nn.conv2d(%5, %w2, padding=[1, 1, 1, 1], data_layout="NCHW16c");
+  %7 = expand_dims(%b2, axis=0);
+  %8 = layout_transform(%7, src_layout="NCHW", dst_layout="NCHW16c");
+  %9 = add(%6, %8);
+  %10 = add(%9, %5);
+  %11 = nn.relu(%10);
+  %12 = nn.global_avg_pool2d(%11, layout="NCHW16c");
+  %13 = layout_transform(%12, src_layout="NCHW16c", dst_layout="NCHW");
+  %14 = nn.batch_flatten(%13);
+  nn.dense(%14, %dw)
+}""")
+    before = parse_module(HEADER + RESNET_LIKE)
+    assert_same_numbers(before, out)
+    assert convert(out, BLOCKED) is out
+
+
+def test_channel_blocks_constant_biases_fold():
+    before = parse_module(HEADER + RESNET_LIKE)
+    rng = np.random.default_rng(3)
+    params = {p.name_hint: rng.standard_normal(p.checked_type.shape).astype("float32")
+              for p in before["main"].params[1:]}
+    bound = InferType()(IRModule({"main": bind_params_by_name(before["main"], params)}))
+    folded = FoldConstant()(convert(bound, BLOCKED))
+    assert op_counts(folded) == op_counts(bound) + Counter({"layout_transform": 1})
+    biases = [n.args[1].data.shape for n in post_order(folded["main"].body)
+              if isinstance(n, Call) and n.op.name == "add" and isinstance(n.args[1], Constant)]
+    assert biases == [(1, 1, 1, 1, 16)] * 2
+    assert_same_numbers(bound, folded)
+
+
+def test_channel_blocks_from_nhwc_and_to_whole_output():
+    # NHWC data of 3 channels goes to NCHW for the stem; 16 -> 4 channels writes NCHW.
+    before = """
+def @main(%x: Tensor[(1, 6, 6, 3), float32], %w1: Tensor[(3, 3, 3, 16), float32],
+          %w2: Tensor[(1, 1, 16, 4), float32]) {
+  %0 = nn.conv2d(%x, %w1, padding=[1, 1, 1, 1], data_layout="NHWC", kernel_layout="HWIO");
+  %1 = nn.conv2d(%0, %w2, data_layout="NHWC", kernel_layout="HWIO");
+  nn.relu(%1)
+}"""
+    out = check_rewrite(before, {"nn.conv2d": ["NCHW16c", "default"]}, """
+def @main(%x: Tensor[(1, 6, 6, 3), float32], %w1: Tensor[(3, 3, 3, 16), float32],
+          %w2: Tensor[(1, 1, 16, 4), float32]) {
+  %0 = layout_transform(%x, src_layout="NHWC", dst_layout="NCHW");
+  %1 = layout_transform(%w1, src_layout="HWIO", dst_layout="OIHW");
+  %2 = nn.conv2d(%0, %1, padding=[1, 1, 1, 1], out_layout="NCHW16c");
+  %3 = layout_transform(%w2, src_layout="HWIO", dst_layout="OIHW");
+  %4 = nn.conv2d(%2, %3, data_layout="NCHW16c", out_layout="NCHW");
+  %5 = nn.relu(%4);
+  layout_transform(%5, src_layout="NCHW", dst_layout="NHWC")
+}""")
+    assert_same_numbers(parse_module(HEADER + before), out)
+
+
+def test_channel_blocks_that_fit_nowhere_leave_the_call():
+    before = """
+def @main(%x: Tensor[(1, 3, 4, 4), float32], %w: Tensor[(4, 3, 1, 1), float32]) {
+  %0 = nn.conv2d(%x, %w);
+  nn.relu(%0)
+}"""
+    mod = parse_module(HEADER + before)
+    assert convert(mod, BLOCKED) is mod
+
+
+AXES_AFTER_BLOCKS = """
+def @main(%x: Tensor[(1, 16, 4, 4), float32], %w: Tensor[(16, 16, 1, 1), float32]) {
+  %0 = nn.conv2d(%x, %w);
+  %1 = nn.softmax(%0, axis=1);
+  %2 = (%0, %1);
+  concatenate(%2, axis=1)
+}"""
+
+
+def test_axis_operators_get_blocked_data_restored():
+    out = check_rewrite(AXES_AFTER_BLOCKS, BLOCKED, """
+def @main(%x: Tensor[(1, 16, 4, 4), float32], %w: Tensor[(16, 16, 1, 1), float32]) {
+  %0 = layout_transform(%x, src_layout="NCHW", dst_layout="NCHW16c");
+  %1 = nn.conv2d(%0, %w, data_layout="NCHW16c");
+  %2 = layout_transform(%1, src_layout="NCHW16c", dst_layout="NCHW");
+  %3 = nn.softmax(%2, axis=1);
+  %4 = (%2, %3);
+  concatenate(%4, axis=1)
+}""")
+    assert op_counts(out)["layout_transform"] == 2
+    assert_same_numbers(parse_module(HEADER + AXES_AFTER_BLOCKS), out)
+
+
+BLOCKED_BROADCASTS = """
+def @main(%x: Tensor[(1, 16, 4, 4), float32], %w: Tensor[(16, 16, 1, 1), float32],
+          %b: Tensor[(16, 1, 1), float32], %s: Tensor[(1, 1, 1, 1), float32],
+          %v: Tensor[(1, 16, 1, 1), float32]) {
+  %0 = nn.conv2d(%x, %w);
+  %1 = multiply(%0, const(2.0, float32));
+  %2 = add(%1, %b);
+  %3 = multiply(%2, %s);
+  %4 = nn.conv2d(%3, %w);
+  %5 = nn.conv2d(%4, %v);
+  add(%4, %5)
+}"""
+
+
+def test_broadcast_operands_that_cannot_be_blocked_restore():
+    # (1, 1, 1, 1) and a 1-channel convolution (its output whole) cannot join blocks of 16.
+    out = check_rewrite(BLOCKED_BROADCASTS, BLOCKED, """
+def @main(%x: Tensor[(1, 16, 4, 4), float32], %w: Tensor[(16, 16, 1, 1), float32],
+          %b: Tensor[(16, 1, 1), float32], %s: Tensor[(1, 1, 1, 1), float32],
+          %v: Tensor[(1, 16, 1, 1), float32]) {
+  %0 = layout_transform(%x, src_layout="NCHW", dst_layout="NCHW16c");
+  %1 = nn.conv2d(%0, %w, data_layout="NCHW16c");
+  %2 = multiply(%1, const(2.0, float32));
+  %3 = expand_dims(%b, axis=0);
+  %4 = layout_transform(%3, src_layout="NCHW", dst_layout="NCHW16c");
+  %5 = add(%2, %4);
+  %6 = layout_transform(%5, src_layout="NCHW16c", dst_layout="NCHW");
+  %7 = multiply(%6, %s);
+  %8 = layout_transform(%7, src_layout="NCHW", dst_layout="NCHW16c");
+  %9 = nn.conv2d(%8, %w, data_layout="NCHW16c");
+  %10 = layout_transform(%9, src_layout="NCHW16c", dst_layout="NCHW");
+  %11 = nn.conv2d(%9, %v, data_layout="NCHW16c", out_layout="NCHW");
+  add(%10, %11)
+}""")
+    assert_same_numbers(parse_module(HEADER + BLOCKED_BROADCASTS), out)
+
+
+@pytest.mark.parametrize(("name", "desired"), [("resnet-18", "NCHW16c"),
+                                               ("mobilenet-v1", "NCHW8c")])
+def test_zoo_models_in_channel_blocks(name, desired):
+    mod = FoldConstant()(SimplifyInference()(prepared(name)))
+    out = FoldConstant()(convert(mod, {"nn.conv2d": [desired, "default"]}))
+    # the stem reads NCHW, FoldConstant folds the weights' and biases' transforms
+    assert op_counts(out) - op_counts(mod) == {"layout_transform": 1}
+    layouts = Counter((n.attrs.data_layout, n.attrs.out_layout)
+                      for n in post_order(out["main"].body)
+                      if isinstance(n, Call) and n.op.name == "nn.conv2d")
+    assert layouts[("NCHW", desired)] == 1
+    assert layouts[(desired, "")] == sum(layouts.values()) - 1
+    assert_same_numbers(mod, out)
 
 
 # -- identity and immutability -------------------------------------------------------------

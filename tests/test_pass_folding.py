@@ -654,6 +654,21 @@ def test_fold_scale_axis_forward_skips_grouped_conv() -> None:
     assert structural_equal(run(FoldScaleAxis(), mod), mod)
 
 
+@pytest.mark.parametrize("forward", [False, True])
+def test_fold_scale_axis_leaves_channel_blocked_convs(forward: bool) -> None:
+    # a scale along the blocks, (1, C / 8, 1, 1, 1), is no vector along O or I
+    x = relay.var("x", shape=(1, 2, 4, 4, 8))
+    weight = relay.const(np.random.default_rng(5).standard_normal((16, 16, 1, 1))
+                         .astype("float32"))
+    scale = relay.const(np.array([0.5, 2.0], "float32").reshape(1, 2, 1, 1, 1))
+    if forward:
+        body = relay.nn.conv2d(relay.multiply(x, scale), weight, data_layout="NCHW8c")
+    else:
+        body = relay.multiply(relay.nn.conv2d(x, weight, data_layout="NCHW8c"), scale)
+    mod = IRModule.from_expr(relay.Function([x], body))
+    assert structural_equal(run(FoldScaleAxis(), mod), mod)
+
+
 # Multiplies left after SimplifyInference + FoldConstant (one per batch norm) and after
 # FoldScaleAxis, from the architectures (MXNet-style pre-activation ResNets):
 # - ResNet-18: bn_data, bn0, 8 units x (bn1, bn2), final bn1 = 19. Backward folding takes bn0

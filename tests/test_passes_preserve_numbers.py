@@ -46,6 +46,8 @@ PASSES = {
         {"nn.conv2d": ["NHWC", "default"]}),
     "ConvertLayout{nn.conv2d:NHWC:OHWI;nn.max_pool2d:NHWC}": lambda: T.ConvertLayout(
         {"nn.conv2d": ["NHWC", "OHWI"], "nn.max_pool2d": ["NHWC"]}),
+    "ConvertLayout{nn.conv2d:NCHW4c:OIHW}": lambda: T.ConvertLayout(
+        {"nn.conv2d": ["NCHW4c", "OIHW"]}),
     "EliminateCommonSubexpr": T.EliminateCommonSubexpr,
     "DeadCodeElimination": T.DeadCodeElimination,
     "FuseOps": T.FuseOps,

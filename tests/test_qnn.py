@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from naive import naive_conv2d
+from naive import in_layout, naive_conv2d
 from passhost import relay
 from passhost.errors import IRTypeError
 from passhost.relay.op import fixed_point as fp
@@ -508,6 +508,22 @@ def test_conv2d_matches_python_loops(case):
                             in_zp=in_zp, w_zp=w_zp)  # NCHW
     assert out.dtype == np.int32
     np.testing.assert_array_equal(out, np.transpose(expected, ["NCHW".index(d) for d in dl]))
+
+
+@pytest.mark.parametrize(("data_layout", "out_layout"),
+                         [("NCHW8c", ""), ("NCHW", "NCHW4c"), ("NCHW4c", "NHWC")])
+def test_conv2d_blocked_layouts(data_layout, out_layout):
+    rng = np.random.default_rng(3)
+    data, weight = rand_int(rng, (1, 8, 5, 5)), rand_int(rng, (8, 4, 3, 3))
+    w_zp = rng.integers(-5, 5, size=8).astype(np.int32)
+    x = relay.var("x", shape=in_layout(data, data_layout).shape, dtype="int8")
+    k = relay.var("k", shape=weight.shape, dtype="int8")
+    call = relay.qnn.conv2d(x, k, i32(3), i32(w_zp), f32(0.05), f32(rand_scale(rng, 8)),
+                            padding=1, groups=2, data_layout=data_layout, out_layout=out_layout)
+    out = run([x, k], call, in_layout(data, data_layout), weight)
+    expected = naive_conv2d(data, weight, padding=1, groups=2, in_zp=3, w_zp=w_zp)  # NCHW
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out, in_layout(expected, out_layout or data_layout))
 
 
 def test_conv2d_padding_acts_as_zero_point():

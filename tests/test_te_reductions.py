@@ -341,6 +341,30 @@ def test_global_avg_pool2d(data, dtype, shape, layout, out_layout):
     check(func, [x], dtype)
 
 
+#: 2-D data layouts, the channel-blocked ones with 1 to 8 channels a block.
+DATA_LAYOUTS = ("NCHW", "NHWC", "NCHW1c", "NCHW2c", "NCHW4c", "NCHW8c")
+
+
+def _data_shape(layout, n, c, h, w):
+    """The shape of (N, C, H, W) data in ``layout`` (NCHW{k}c: (N, C / k, H, W, k))."""
+    if layout in ("NCHW", "NHWC"):
+        return (n, h, w, c) if layout == "NHWC" else (n, c, h, w)
+    k = int(layout[4:-1])
+    return (n, c // k, h, w, k)
+
+
+@FAST
+@given(data=st.data(), dtype=st.sampled_from(FLOATS + INTS),
+       dims=st.tuples(st.integers(1, 2), st.sampled_from([8, 16]), *[st.integers(0, 3)] * 2),
+       layout=st.sampled_from(DATA_LAYOUTS), out_layout=st.sampled_from(("", *DATA_LAYOUTS)))
+def test_global_avg_pool2d_blocked_layouts(data, dtype, dims, layout, out_layout):
+    shape = _data_shape(layout, *dims)
+    x = data.draw(arrays(shape, dtype, bound=2**58))
+    func = unary(relay.nn.global_avg_pool2d, shape, dtype, layout=layout,
+                 out_layout=out_layout)
+    check(func, [x], dtype)
+
+
 def test_global_avg_pool2d_of_ints_rounds_half_away_from_zero():
     x = np.array([-3, -2, -1, 0, 1, 2, 3, 5], "int8").reshape(2, 1, 2, 2)
     check(unary(relay.nn.global_avg_pool2d, x.shape, "int8"), [x])

@@ -212,7 +212,9 @@ def _reduction(kernel: Callable[..., None], allowed: tuple[str, ...],
 
 
 def _window_layouts(call: KernelCall, layout: str) -> bool:
-    return call.attrs.out_layout in ("", layout)
+    """Whether a window kernel's layouts are the NCHW or NHWC these kernels take (the
+    channel-blocked ones go to the native kernels or the reference)."""
+    return layout in ("NCHW", "NHWC") and call.attrs.out_layout in ("", layout)
 
 
 def _spatial(shape: tuple[int, ...], layout: str) -> tuple[int, int]:

@@ -20,11 +20,12 @@ from passhost.relay.op import (
     vision,
     windows,
 )
+from passhost.relay.op.layout import channel_block
 from passhost.relay.op.nn import AvgPool2DAttrs, Conv2DAttrs, DenseAttrs, MaxPool2DAttrs
 from passhost.relay.op.registry import LayoutInfo, Op, OpPattern, define_op, get_op, list_ops
 
 __all__ = [
-    "AvgPool2DAttrs", "Conv2DAttrs", "DenseAttrs", "MaxPool2DAttrs",
+    "AvgPool2DAttrs", "Conv2DAttrs", "DenseAttrs", "MaxPool2DAttrs", "channel_block",
     "LayoutInfo", "Op", "OpPattern", "define_op", "get_op", "list_ops",
     "activation", "annotation", "image", "layout", "logic", "movement", "nn", "norm", "qnn",
     "reduce", "search", "signal", "tensor", "transform", "unary", "vision", "windows",

@@ -8,11 +8,16 @@ between two layouts of the same primal axes, permuted (``NCHW`` <-> ``NHWC``, ``
 ``HWIO``) and split or not: a split axis's extent must be a multiple of its factor (no
 padding), and a source layout's subordinate axes must have their factors as extents. The
 kernel returns a fresh array.
+
+Convolutions and pools take 2-D data in ``NCHW``, ``NHWC`` or the channel-blocked ``NCHW{k}c``
+(:func:`is_data_layout`, :func:`channel_block`); :func:`transform_array` moves their NumPy
+arrays between layouts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -25,7 +30,10 @@ from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_o
 from passhost.relay.op.te_movement import permute_te
 from passhost.tir.expr import PrimExpr
 
-__all__ = ["LayoutTransformAttrs", "layout_axes", "layout_transform"]
+__all__ = [
+    "LayoutTransformAttrs", "can_transform", "channel_block", "is_data_layout", "layout_axes",
+    "layout_transform", "primal_extents", "transform_array", "transform_attrs",
+]
 
 
 def _attr_error(name: str, expected: str, value: Any) -> AttrError:
@@ -56,6 +64,43 @@ def layout_axes(layout: str) -> list[tuple[str, int]] | None:
             or not set(split) <= set(primal)):
         return None
     return axes
+
+
+@cache
+def channel_block(layout: str) -> int | None:
+    """k for the channel-blocked data layout ``NCHW{k}c`` (k a positive integer written
+    without a leading zero: ``NCHW16c`` is 16); None for any other layout."""
+    axes = layout_axes(layout)
+    factor = axes[-1][1] if axes else 0
+    return factor if factor and layout == f"NCHW{factor}c" else None
+
+
+def is_data_layout(layout: object) -> bool:
+    """True for the 2-D data layouts of convolutions and pools: ``NCHW``, ``NHWC`` and the
+    channel-blocked ``NCHW{k}c``."""
+    return isinstance(layout, str) and (layout in ("NCHW", "NHWC")
+                                        or channel_block(layout) is not None)
+
+
+def primal_extents(shape: Sequence[int], layout: str) -> dict[str, int]:
+    """Each primal axis's whole extent in a tensor of ``shape`` in (valid) ``layout``."""
+    axes = layout_axes(layout)
+    assert axes is not None and len(axes) == len(shape), (layout, shape)
+    return _extents(axes, shape)
+
+
+def can_transform(shape: Sequence[int], src: str, dst: str) -> bool:
+    """True when ``layout_transform`` moves a tensor of ``shape`` in layout ``src`` to ``dst``
+    (a layout of the same primal axes): each axis ``dst`` splits is a multiple of its factor."""
+    dst_axes = layout_axes(dst)
+    assert dst_axes is not None, dst
+    return _indivisible(dst_axes, primal_extents(shape, src)) is None
+
+
+def transform_array(x: np.ndarray, src: str, dst: str) -> np.ndarray:
+    """``x`` moved from layout ``src`` to ``dst`` (``layout_transform``'s kernel: a fresh
+    array)."""
+    return _layout_transform(transform_attrs(src, dst), x)
 
 
 @attrs_class
@@ -105,6 +150,19 @@ def _extents(src: list[tuple[str, int]], shape: Sequence[int]) -> dict[str, int]
     return extent
 
 
+def _indivisible(dst: list[tuple[str, int]], extent: dict[str, int]) -> tuple[str, int] | None:
+    """The first axis (letter, factor) ``dst`` splits whose ``extent`` is not a multiple of its
+    factor, or None."""
+    return next(((letter, factor) for letter, factor in dst
+                 if factor and extent[letter] % factor), None)
+
+
+@cache
+def transform_attrs(src: str, dst: str) -> LayoutTransformAttrs:
+    """The (shared) attributes of a ``layout_transform`` from ``src`` to ``dst``."""
+    return LayoutTransformAttrs(src_layout=src, dst_layout=dst)
+
+
 def _split_shape(dst: list[tuple[str, int]], extent: dict[str, int]) -> tuple[int, ...]:
     """The shape in layout ``dst`` of primal axes of ``extent`` (each split one's extent a
     multiple of its factor)."""
@@ -124,10 +182,11 @@ def _layout_transform_rel(args: ArgTypes, attrs_value: LayoutTransformAttrs) -> 
             args.fail(0, f"axis {k} of {factor} (src_layout {attrs_value.src_layout}'s "
                       f"{factor}{letter.lower()})", data)
     extent = _extents(src, data.shape)
-    for letter, factor in dst:
-        if factor and extent[letter] % factor:
-            args.fail(0, f"a multiple of {factor} along axis {letter} (dst_layout "
-                      f"{attrs_value.dst_layout}), {extent[letter]} in all", data)
+    bad = _indivisible(dst, extent)
+    if bad is not None:
+        letter, factor = bad
+        args.fail(0, f"a multiple of {factor} along axis {letter} (dst_layout "
+                  f"{attrs_value.dst_layout}), {extent[letter]} in all", data)
     return TensorType(_split_shape(dst, extent), data.dtype)
 
 

@@ -1,10 +1,11 @@
 """Neural-network operators (``nn.*``): convolution, dense, normalisation, pooling, ...
 
-Layouts: 2-D convolutions and pools accept ``NCHW`` and ``NHWC`` data; convolution weights
-``OIHW``, ``HWIO``, ``OHWI`` or ``HWOI``. A grouped convolution splits the ``C`` input
-channels into ``groups`` groups; its weight's ``I`` dimension is ``C // groups`` (depthwise:
-``groups == C`` and ``I == 1``) and output channel ``o`` belongs to group
-``o // (O // groups)``.
+Layouts: 2-D convolutions and pools accept ``NCHW``, ``NHWC`` and channel-blocked ``NCHW{k}c``
+data (``NCHW16c``: N, C / 16, H, W, then 16 consecutive channels), the output layout possibly
+another one; convolution weights ``OIHW``, ``HWIO``, ``OHWI`` or ``HWOI``. A grouped
+convolution splits the ``C`` input channels into ``groups`` groups; its weight's ``I``
+dimension is ``C // groups`` (depthwise: ``groups == C`` and ``I == 1``) and output channel
+``o`` belongs to group ``o // (O // groups)``.
 
 Padding of 2-D windows takes 1, 2 or 4 values and is stored as four:
 ``(top, left, bottom, right)``.
@@ -51,6 +52,7 @@ from passhost.relay.op.elemwise_te import (
     unary_compute,
     widen,
 )
+from passhost.relay.op.layout import channel_block, is_data_layout, transform_array
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
 from passhost.relay.op.te_movement import absolute, reshape_te, zeros
 from passhost.relay.op.te_reduce import (
@@ -76,7 +78,6 @@ __all__ = [
     "matmul_in_dtype",
 ]
 
-DATA_LAYOUTS = ("NCHW", "NHWC")
 KERNEL_LAYOUTS = ("OIHW", "HWIO", "OHWI", "HWOI")
 NUMERIC_DTYPES = ANY_FLOAT_DTYPES + INT_DTYPES
 
@@ -138,27 +139,71 @@ def _padding_field(rank: int = 2):
     return field(default=(0,) * (2 * rank), converter=convert, validator=check)
 
 
+def _data_layout_field(default: str, *, allow_empty: bool = False):
+    """A 2-D data layout: ``NCHW``, ``NHWC`` or ``NCHW{k}c`` (or ``""`` when allowed)."""
+    expected = "'NCHW', 'NHWC' or 'NCHW{k}c' (k >= 1 channels per block, such as 'NCHW16c')"
+    if allow_empty:
+        expected = "'' (the data layout), " + expected
+
+    def check(_inst: Any, attribute: Any, value: Any) -> None:
+        if not (is_data_layout(value) or (allow_empty and value == "")):
+            raise _attr_error(attribute.name, expected, value)
+
+    return field(default=default, validator=check)
+
+
 def _out_layout_field():
-    return str_field("", choices=("", *DATA_LAYOUTS))
+    return _data_layout_field("", allow_empty=True)
 
 
 # -- layout helpers -------------------------------------------------------------------------
 def _nchw_dims(shape: tuple[int, ...], layout: str) -> tuple[int, int, int, int]:
     if layout == "NHWC":
         return shape[0], shape[3], shape[1], shape[2]
-    return shape[0], shape[1], shape[2], shape[3]
+    return shape[0], shape[1] * (channel_block(layout) or 1), shape[2], shape[3]
 
 
 def _shape_in_layout(n: int, c: int, h: int, w: int, layout: str) -> tuple[int, ...]:
-    return (n, h, w, c) if layout == "NHWC" else (n, c, h, w)
+    if layout == "NHWC":
+        return (n, h, w, c)
+    block = channel_block(layout)
+    return (n, c // block, h, w, block) if block else (n, c, h, w)
 
 
 def _to_nchw(x: np.ndarray, layout: str) -> np.ndarray:
-    return x.transpose(0, 3, 1, 2) if layout == "NHWC" else x
+    if layout == "NHWC":
+        return x.transpose(0, 3, 1, 2)
+    return transform_array(x, layout, "NCHW") if channel_block(layout) else x
 
 
 def _from_nchw(x: np.ndarray, layout: str) -> np.ndarray:
+    if channel_block(layout):
+        return transform_array(x, "NCHW", layout)
     return np.ascontiguousarray(x.transpose(0, 2, 3, 1) if layout == "NHWC" else x)
+
+
+def _data_dims(args: ArgTypes, i: int, layout: str, dtypes: Sequence[str] | None = None,
+               ) -> tuple[TensorType, tuple[int, int, int, int]]:
+    """Argument ``i`` checked as 2-D data in ``layout`` (5-D for ``NCHW{k}c``, whose last axis
+    is k), and its (N, C, H, W)."""
+    block = channel_block(layout)
+    data = args.tensor(i, ndim=5 if block else 4, dtypes=dtypes)
+    if block and data.shape[4] != block:
+        args.fail(i, f"{layout} data whose last axis is {block}", data)
+    return data, _nchw_dims(data.shape, layout)
+
+
+def _out_shape(args: ArgTypes, attrs: Any, data_attr: str, n: int, c: int, h: int,
+               w: int) -> tuple[int, ...]:
+    """The shape of output (N, C, H, W) in ``attrs.out_layout``, else in the data layout
+    ``data_attr``; a channel-blocked one must divide C."""
+    name = "out_layout" if attrs.out_layout else data_attr
+    layout = getattr(attrs, name)
+    block = channel_block(layout)
+    if block and c % block:
+        args.fail_attr(name, f"a layout whose blocks of {block} channels divide the {c} "
+                       "output channels", layout)
+    return _shape_in_layout(n, c, h, w, layout)
 
 
 # Position of O, I, H, W in each kernel layout.
@@ -214,7 +259,7 @@ class Conv2DAttrs(Attrs):
     groups: int = int_field(1, minimum=1)
     channels: int | None = int_field(None, minimum=0, optional=True)
     kernel_size: tuple[int, int] | None = _pair_field(None, minimum=1, optional=True)
-    data_layout: str = str_field("NCHW", choices=DATA_LAYOUTS)
+    data_layout: str = _data_layout_field("NCHW")
     kernel_layout: str = str_field("OIHW", choices=KERNEL_LAYOUTS)
     out_layout: str = _out_layout_field()
     out_dtype: str = dtype_field("")
@@ -223,9 +268,8 @@ class Conv2DAttrs(Attrs):
 def conv2d_out_type(args: ArgTypes, attrs: Conv2DAttrs, data_index: int = 0,
                     weight_index: int = 1) -> tuple[int, ...]:
     """The output shape of a 2-D convolution, after checking data, weight and attributes."""
-    data = args.tensor(data_index, ndim=4)
+    data, (n, c, h, w) = _data_dims(args, data_index, attrs.data_layout)
     weight = args.tensor(weight_index, ndim=4)
-    n, c, h, w = _nchw_dims(data.shape, attrs.data_layout)
     o_ax, i_ax, h_ax, w_ax = _KERNEL_AXES[attrs.kernel_layout]
     o, i = weight.shape[o_ax], weight.shape[i_ax]
     kh, kw = weight.shape[h_ax], weight.shape[w_ax]
@@ -253,7 +297,7 @@ def conv2d_out_type(args: ArgTypes, attrs: Conv2DAttrs, data_index: int = 0,
     if oh < 1 or ow < 1:
         args.fail(data_index, f"padded spatial size at least the dilated kernel "
                   f"({dh * (kh - 1) + 1}x{dw * (kw - 1) + 1})", data)
-    return _shape_in_layout(n, o, oh, ow, attrs.out_layout or attrs.data_layout)
+    return _out_shape(args, attrs, "data_layout", n, o, oh, ow)
 
 
 def _conv2d_rel(args: ArgTypes, attrs: Conv2DAttrs) -> Type:
@@ -265,7 +309,7 @@ def conv2d_compute(attrs: Conv2DAttrs, data: np.ndarray, weight: np.ndarray) -> 
     """2-D convolution computed in the dtype of ``data`` (im2col + batched matmul); the
     result is in ``attrs.out_layout`` (or the data layout)."""
     dtype = data.dtype
-    x = data.transpose(0, 2, 3, 1) if attrs.data_layout == "NCHW" else data  # NHWC view
+    x = _to_nchw(data, attrs.data_layout).transpose(0, 2, 3, 1)  # NHWC (a view when it is)
     wt = weight.astype(dtype, copy=False).transpose(
         tuple(attrs.kernel_layout.index(d) for d in "HWIO"))  # HWIO view
     n, h, w, c = x.shape
@@ -289,10 +333,8 @@ def conv2d_compute(attrs: Conv2DAttrs, data: np.ndarray, weight: np.ndarray) -> 
         out = cols[0] @ wg[0]
     else:
         out = np.matmul(cols, wg).transpose(1, 0, 2)
-    out = out.reshape(n, oh, ow, co)
-    if (attrs.out_layout or attrs.data_layout) == "NCHW":
-        out = out.transpose(0, 3, 1, 2)
-    return np.ascontiguousarray(out)
+    out = out.reshape(n, oh, ow, co).transpose(0, 3, 1, 2)
+    return _from_nchw(out, attrs.out_layout or attrs.data_layout)
 
 
 def _conv2d(attrs: Conv2DAttrs, data: np.ndarray, weight: np.ndarray) -> np.ndarray:
@@ -308,7 +350,8 @@ conv2d = define_op(
     "nn.conv2d", inputs=("data", "weight"), attrs=Conv2DAttrs, type_rel=_conv2d_rel,
     compute=_conv2d, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
     layout=LayoutInfo(layout_attrs=("data_layout", "kernel_layout", "out_layout")),
-    description="2-D convolution (grouped, dilated, strided, padded), NCHW or NHWC.")
+    description="2-D convolution (grouped, dilated, strided, padded), NCHW, NHWC or "
+                "NCHW{k}c.")
 
 
 # -- nn.dense --------------------------------------------------------------------------------
@@ -671,7 +714,7 @@ class Pool2DAttrs(Attrs):
     strides: tuple[int, int] = _pair_field((1, 1), minimum=1)
     dilation: tuple[int, int] = _pair_field((1, 1), minimum=1)
     padding: tuple[int, int, int, int] = _padding_field()
-    layout: str = str_field("NCHW", choices=DATA_LAYOUTS)
+    layout: str = _data_layout_field("NCHW")
     out_layout: str = _out_layout_field()
     ceil_mode: bool = bool_field(False)
 
@@ -696,15 +739,13 @@ def _pool_dims(attrs: Pool2DAttrs, h: int, w: int) -> tuple[int, int]:
 
 
 def _pool_rel(args: ArgTypes, attrs: Pool2DAttrs) -> Type:
-    data = args.tensor(0, ndim=4, dtypes=NUMERIC_DTYPES)
-    n, c, h, w = _nchw_dims(data.shape, attrs.layout)
+    data, (n, c, h, w) = _data_dims(args, 0, attrs.layout, NUMERIC_DTYPES)
     oh, ow = _pool_dims(attrs, h, w)
     if oh < 1 or ow < 1:
         (kh, kw), (dh, dw) = attrs.pool_size, attrs.dilation
         args.fail(0, f"padded spatial size at least the dilated pool window "
                   f"({dh * (kh - 1) + 1}x{dw * (kw - 1) + 1})", data)
-    shape = _shape_in_layout(n, c, oh, ow, attrs.out_layout or attrs.layout)
-    return TensorType(shape, data.dtype)
+    return TensorType(_out_shape(args, attrs, "layout", n, c, oh, ow), data.dtype)
 
 
 def _pool_windows(attrs: Pool2DAttrs, x: np.ndarray, fill: Any, dtype: Any,
@@ -788,15 +829,13 @@ avg_pool2d = define_op(
 class GlobalPool2DAttrs(Attrs):
     """Attributes of 2-D global pooling."""
 
-    layout: str = str_field("NCHW", choices=DATA_LAYOUTS)
+    layout: str = _data_layout_field("NCHW")
     out_layout: str = _out_layout_field()
 
 
 def _global_pool_rel(args: ArgTypes, attrs: GlobalPool2DAttrs) -> Type:
-    data = args.tensor(0, ndim=4, dtypes=NUMERIC_DTYPES)
-    n, c, _, _ = _nchw_dims(data.shape, attrs.layout)
-    return TensorType(_shape_in_layout(n, c, 1, 1, attrs.out_layout or attrs.layout),
-                      data.dtype)
+    data, (n, c, _, _) = _data_dims(args, 0, attrs.layout, NUMERIC_DTYPES)
+    return TensorType(_out_shape(args, attrs, "layout", n, c, 1, 1), data.dtype)
 
 
 def _global_avg_pool2d(attrs: GlobalPool2DAttrs, data: np.ndarray) -> np.ndarray:
@@ -809,21 +848,37 @@ def _global_avg_pool2d(attrs: GlobalPool2DAttrs, data: np.ndarray) -> np.ndarray
 def _global_avg_pool2d_te(attrs: GlobalPool2DAttrs, inputs: Sequence[te.Tensor],
                           out: TensorType) -> te.Tensor:
     (data,) = inputs
-    spatial = (2, 3) if attrs.layout == "NCHW" else (1, 2)
-    channel = 1 if (attrs.out_layout or attrs.layout) == "NCHW" else 3
+    layout, out_layout = attrs.layout, attrs.out_layout or attrs.layout
+    spatial = (1, 2) if layout == "NHWC" else (2, 3)
     acc = sum_dtype(data.dtype)
     total = reduce_over(data.shape, spatial, False, lambda i: te.cast(data[i], acc), te.sum,
                         "global_avg_pool2d_sum")
     count = max(data.shape[spatial[0]] * data.shape[spatial[1]], 1)
 
     def element(*i: PrimExpr) -> PrimExpr:
-        n, c = i[0], i[channel]
-        value = total[n, c]
+        if out_layout == layout:
+            value = total[reduced_index(i, spatial)]
+        else:  # the sums of the output's channel, by their (N, C) or (N, C / k, k) index
+            index = (i[0], *_channel_index(_channel_of(i, out_layout), layout))
+            value = total[index]
         if is_float_dtype(data.dtype):
             return te.cast(value / count, out.dtype)
         return te.cast(_round_half_away(value, count), out.dtype)
 
     return te.compute(out.shape, element, name="global_avg_pool2d")
+
+
+def _channel_of(index: Sequence[PrimExpr], layout: str) -> PrimExpr:
+    """The channel of the element at ``index`` of a tensor in 2-D data layout ``layout``."""
+    block = channel_block(layout)
+    return index[1] * block + index[4] if block else index[layout.index("C")]
+
+
+def _channel_index(c: PrimExpr, layout: str) -> tuple[PrimExpr, ...]:
+    """Channel ``c``'s index along the channel axes of ``layout``: (c,), or (c / k, c % k) for
+    ``NCHW{k}c``."""
+    block = channel_block(layout)
+    return (c // block, c % block) if block else (c,)
 
 
 def _round_half_away(total: PrimExpr, count: int) -> PrimExpr:

@@ -6,6 +6,14 @@ data and an HWIO kernel, and lets the new layout flow through the operators that
 ``layout_transform`` calls are needed only where the graph enters and leaves the converted
 region. Kernel transforms of constant weights are left for FoldConstant.
 
+A desired layout may split an axis (``{"nn.conv2d": ["NCHW16c", "OIHW"]}``, TVM's channel
+blocks). A convolution whose input channels do not divide into the blocks (a network's stem of
+3 channels) keeps its data whole (``NCHW``) and writes the blocked layout with ``out_layout``;
+output channels that do not divide are written whole, and a call where neither divides stays
+as it is. Operators with an axis attribute cannot follow a split layout and get their data
+back in its original layout; a broadcast operand that cannot be split as the other operand
+(a channel extent of 1) takes the operator back to the original layouts.
+
 The walk is one post-order pass over each graph function. For every original value it keeps
 the rewritten expression and a :class:`Layouts` pair: the value's *current* layout in the new
 graph and its *original* layout (what the axes meant in the input graph); None means unknown.
@@ -24,11 +32,22 @@ from passhost.ir.module import IRModule
 from passhost.ir.types import TensorType, TupleType
 from passhost.plugins.options import STR_LIST_MAP
 from passhost.relay.expr import Call, Function, Tuple, TupleGetItem
-from passhost.relay.op.layout import LayoutTransformAttrs, layout_transform
+from passhost.relay.op.layout import (
+    can_transform,
+    layout_transform,
+    primal_extents,
+    transform_attrs,
+)
 from passhost.relay.op.registry import Op, OpPattern, get_op, list_ops
 from passhost.relay.op.transform import ExpandDimsAttrs, expand_dims
 from passhost.relay.transform.common import map_graph_functions
-from passhost.relay.transform.layouts import default_kernel_layout, is_permutation, remap_axis
+from passhost.relay.transform.layouts import (
+    default_kernel_layout,
+    is_permutation,
+    primal_layout,
+    remap_axis,
+    same_axes,
+)
 from passhost.relay.type_infer import infer_type
 from passhost.relay.visitor import post_order
 from passhost.transform.context import PassContext
@@ -80,9 +99,9 @@ def _convertible_op(name: object) -> Op:
 
 def _check_layout(op: Op, defaults: Attrs, attr: str, layout: object) -> None:
     base = getattr(defaults, attr)
-    if not isinstance(layout, str) or not is_permutation(layout, base):
+    if not same_axes(layout, base):
         raise OptionError(f"{_PASS}: {op.name} {attr} {layout!r} is not a permutation of "
-                          f"{base!r}")
+                          f"{base!r}, its axes possibly split (such as 'NCHW16c')")
     try:
         defaults.with_changes(**{attr: layout})
     except AttrError as err:
@@ -107,7 +126,8 @@ def _check_layouts(op: Op, layouts: object) -> tuple[str, ...]:
 
 
 def _check_desired(desired: object) -> dict[str, tuple[str, ...]]:
-    """``desired`` validated: known convertible operators to permutations of their layouts."""
+    """``desired`` validated: known convertible operators to layouts of their layouts' axes,
+    permuted or split."""
     if not isinstance(desired, Mapping):
         raise OptionError(f"{_PASS}: desired_layouts maps operator names to layouts, found "
                           f"{type(desired).__name__} {desired!r}")
@@ -133,6 +153,13 @@ def _kind(op: Op) -> str:
     return "unaware"
 
 
+def _shape(expr: BaseExpr) -> tuple[int, ...]:
+    """The shape of the tensor ``expr`` of the input graph."""
+    ty = expr.checked_type
+    assert isinstance(ty, TensorType)
+    return tuple(ty.shape)
+
+
 def _rank(expr: BaseExpr) -> int | None:
     ty = expr.checked_type
     return ty.ndim if isinstance(ty, TensorType) else None
@@ -149,11 +176,6 @@ def _changed(attrs: Attrs, changes: Mapping[str, Any]) -> Attrs:
 def _with_changes(attrs: Attrs, changes: tuple[tuple[str, Any], ...]) -> Attrs:
     # Attrs compare by value, so calls with equal attributes share one validated copy.
     return attrs.with_changes(**dict(changes))
-
-
-@cache
-def _transform_attrs(src: str, dst: str) -> LayoutTransformAttrs:
-    return LayoutTransformAttrs(src_layout=src, dst_layout=dst)
 
 
 @cache
@@ -180,8 +202,20 @@ def _needs_restore(state: State) -> bool:
 def _depthwise(call: Call, attrs: Attrs, data_attr: str) -> bool:
     """True for a convolution with one group per input channel (groups > 1)."""
     groups = getattr(attrs, "groups", 1)
-    shape = call.args[0].checked_type.shape
-    return groups > 1 and groups == shape[getattr(attrs, data_attr).index("C")]
+    return groups > 1 and groups == primal_extents(_shape(call.args[0]),
+                                                   getattr(attrs, data_attr))["C"]
+
+
+def _fits(expr: BaseExpr, layout: str, dst: str) -> bool:
+    """True when the tensor ``expr`` of the input graph, in ``layout``, can move to ``dst``."""
+    return can_transform(_shape(expr), layout, dst)
+
+
+def _broadcasts(shape: tuple[int, ...], rank: int, original: str, layout: str) -> bool:
+    """True when an operand of ``shape``, given leading axes up to ``rank``, can move from
+    ``original`` to ``layout`` (not a channel extent of 1 that ``layout`` splits, say); a
+    scalar always can."""
+    return not shape or can_transform((1,) * (rank - len(shape)) + shape, original, layout)
 
 
 # -- the rewrite ----------------------------------------------------------------------------
@@ -217,7 +251,7 @@ class _Converter:
         key = (id(expr), src, dst)
         out = self.inserted.get(key)
         if out is None:
-            out = self.inserted[key] = Call(layout_transform, (expr,), _transform_attrs(src, dst))
+            out = self.inserted[key] = Call(layout_transform, (expr,), transform_attrs(src, dst))
         return out
 
     def _expand(self, expr: BaseExpr, count: int) -> BaseExpr:
@@ -285,22 +319,30 @@ class _Converter:
     # -- rules ------------------------------------------------------------------------------
     def _convert(self, call: Call, args: list[BaseExpr], states: list[State],
                  layouts: tuple[str, ...]) -> _Result:
-        """Rule 1: an operator named in the desired layouts."""
+        """Rule 1: an operator named in the desired layouts. Data or an output whose axes do
+        not divide into a split desired layout's blocks stays whole (its primal layout)."""
         attrs = call.attrs
         names = call.op.layout.layout_attrs
-        data_attr, data_layout = names[0], layouts[0]
+        data_attr, out_attr, desired = names[0], names[-1], layouts[0]
+        layout = getattr(attrs, data_attr)
+        original = getattr(attrs, out_attr) or layout
+        whole = primal_layout(desired)
+        data_layout = desired if _fits(call.args[0], layout, desired) else whole
+        out_layout = desired if _fits(call, original, desired) else whole
+        if data_layout == out_layout == whole != desired:  # no block fits: leave it as it is
+            return self._pinned(call, args, states)
         new_args = self._restored(args, states)
-        new_args[0] = self._to_layout(args[0], states[0], getattr(attrs, data_attr), data_layout)
-        changes = {data_attr: data_layout, names[-1]: ""}
+        new_args[0] = self._to_layout(args[0], states[0], layout, data_layout)
+        changes = {data_attr: data_layout, out_attr: "" if out_layout == data_layout
+                   else out_layout}
         for i in range(1, len(layouts)):
             dst = layouts[i]
             if dst == _DEFAULT:
-                dst = default_kernel_layout(data_layout, _depthwise(call, attrs, data_attr))
+                dst = default_kernel_layout(desired, _depthwise(call, attrs, data_attr))
             new_args[i] = self._transform(new_args[i], getattr(attrs, names[i]), dst)
             changes[names[i]] = dst
-        original = getattr(attrs, names[-1]) or getattr(attrs, data_attr)
         new_call = _rebuild(call, new_args, _changed(attrs, changes))
-        return new_call, Layouts(data_layout, original)
+        return new_call, Layouts(out_layout, original)
 
     def _pinned(self, call: Call, args: list[BaseExpr], states: list[State]) -> _Result:
         """Rule 2: inputs of an operator with layout attributes go back to those layouts."""
@@ -314,14 +356,15 @@ class _Converter:
         return _rebuild(call, new_args), Layouts(out, out)
 
     def _pool(self, call: Call, args: list[BaseExpr], states: list[State]) -> _Result:
-        """Rule 2: a pool follows its input's layout when that is a permutation of its own."""
+        """Rule 2: a pool follows its input's layout when that is one of its own axes,
+        permuted or split, and the pool takes it."""
         attrs = call.attrs
         data_attr, out_attr = call.op.layout.layout_attrs
         layout, out = getattr(attrs, data_attr), getattr(attrs, out_attr)
         state = states[0]
         current = state.current if type(state) is Layouts else None
         if current is None or current == layout or state.original != layout \
-                or not is_permutation(current, layout):
+                or not same_axes(current, layout):
             return self._pinned(call, args, states)
         new_out = "" if out in ("", layout) else out
         try:
@@ -331,11 +374,14 @@ class _Converter:
         return _rebuild(call, args, new_attrs), Layouts(new_out or current, out or layout)
 
     def _axis(self, call: Call, args: list[BaseExpr], states: list[State]) -> _Result:
-        """Rule 3: the data keeps its layout and the axis attributes follow it."""
+        """Rule 3: the data keeps its layout and the axis attributes follow it (the data goes
+        back to its original layout when that has split axes)."""
         new_args = [args[0], *self._restored(args[1:], states[1:])]
         state = states[0]
         if type(state) is not Layouts or state.current is None:
             return _rebuild(call, new_args), _UNKNOWN
+        if not is_permutation(state.current, state.original):
+            return self._unaware(call, args, states)
         attrs = call.attrs
         changes = {name: remap_axis(getattr(attrs, name), state.original, state.current)
                    for name in call.op.layout.axis_attrs}
@@ -358,26 +404,29 @@ class _Converter:
             return self._unaware(call, args, states)
         k = (0 if ranks[0] >= ranks[1] else 1) if all(known) else known.index(True)
         o = 1 - k
-        layout, original = states[k]
-        if ranks[o] > ranks[k]:
+        state, other = states[k], states[o]
+        assert type(state) is Layouts and state.current is not None and state.original is not None
+        layout, original = state.current, state.original
+        shape, rank = _shape(call.args[o]), len(_shape(call.args[k]))
+        if len(shape) > rank or not _broadcasts(shape, rank, original, layout):
             return self._unaware(call, args, states)
         new_args = list(args)
-        other = states[o]
-        if known[o] and ranks[o] == ranks[k] and other.original == original:
+        if known[o] and len(shape) == rank and other.original == original:
             new_args[o] = self._transform(args[o], other.current, layout)
         else:
-            new_args[o] = self._broadcast_operand(self._restore(args[o], other), ranks[o],
-                                                  original, layout)
+            new_args[o] = self._broadcast_operand(self._restore(args[o], other), len(shape),
+                                                  rank, original, layout)
         return _rebuild(call, new_args), Layouts(layout, original)
 
-    def _broadcast_operand(self, expr: BaseExpr, rank: int, original: str, layout: str,
-                           ) -> BaseExpr:
-        """An operand in its original layout, made to broadcast against a ``layout`` tensor
-        whose original layout is ``original``."""
+    def _broadcast_operand(self, expr: BaseExpr, rank: int, full_rank: int, original: str,
+                           layout: str) -> BaseExpr:
+        """An operand of ``rank`` axes in its original layout, made to broadcast against a
+        tensor of ``full_rank`` axes in the input graph, in ``original`` there and now in
+        ``layout``: leading axes up to ``full_rank``, then a transform."""
         if rank == 0:
             return expr
-        if rank < len(layout):
-            expr = self._expand(expr, len(layout) - rank)
+        if rank < full_rank:
+            expr = self._expand(expr, full_rank - rank)
         return self._transform(expr, original, layout)
 
     def _fixed(self, call: Call, args: list[BaseExpr], states: list[State]) -> _Result:

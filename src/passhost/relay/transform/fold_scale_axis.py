@@ -13,6 +13,9 @@ pass call) turns the new weight products into constants:
   axis, when every user of the multiply is such a convolution, possibly through ``nn.relu``
   (positive scales) and ``add`` of a constant (non-zero scales; the constant is divided by
   the scale).
+
+Convolutions whose data (forward) or output (backward) is channel-blocked (``NCHW16c``) are
+left alone.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from passhost.ir.types import FLOAT_DTYPES, TensorType
 from passhost.relay.expr import Call, Constant, Function
 from passhost.relay.op import nn
 from passhost.relay.op import tensor as tn
+from passhost.relay.op.layout import channel_block
 from passhost.relay.transform.common import map_graph_functions
 from passhost.relay.transform.fold_constant import FoldConstant, is_primitive_function
 from passhost.relay.type_infer import infer_type
@@ -160,6 +164,8 @@ def _anchor(node: BaseExpr, dtype: str) -> _Anchor | None:
         return _Anchor(node, node.checked_type.ndim - 1, 0, 2)
     attrs_value = node.attrs
     out_layout = attrs_value.out_layout or attrs_value.data_layout
+    if channel_block(out_layout):
+        return None
     return _Anchor(node, out_layout.index("C"), attrs_value.kernel_layout.index("O"), 4)
 
 
@@ -319,11 +325,11 @@ def _conv_input_vector(scale: Constant, dtype: str) -> Callable[[Call], np.ndarr
 
     def vector_of(conv: Call) -> np.ndarray | None:
         attrs_value = conv.attrs
-        data_ty = conv.args[0].checked_type
-        if (attrs_value.groups != 1 or conv.checked_type.dtype != dtype
+        data_ty, layout = conv.args[0].checked_type, attrs_value.data_layout
+        if (attrs_value.groups != 1 or channel_block(layout) or conv.checked_type.dtype != dtype
                 or conv.args[1].checked_type.dtype != dtype):
             return None
-        return channel_vector(scale.data, data_ty.shape, attrs_value.data_layout.index("C"))
+        return channel_vector(scale.data, data_ty.shape, layout.index("C"))
 
     return vector_of
 

@@ -1,13 +1,19 @@
 """Layout strings: axis letters such as ``"NCHW"`` naming the axes of a tensor in order.
 
-A layout is a string of distinct upper-case letters; two layouts of the same letters are
-permutations of each other, and ``layout_transform`` moves a tensor between them.
+A plain layout is a string of distinct upper-case letters; two layouts of the same letters are
+permutations of each other. A layout may also split a primal (upper-case) axis, its inner part
+written as the factor and the lower-case letter (``NCHW16c``, parsed by
+:func:`~passhost.relay.op.layout.layout_axes`). ``layout_transform`` moves a tensor between any
+two layouts of the same primal axes.
 """
 
 from __future__ import annotations
 
+from passhost.relay.op.layout import layout_axes
+
 __all__ = [
-    "default_kernel_layout", "is_layout", "is_permutation", "remap_axis",
+    "default_kernel_layout", "is_layout", "is_permutation", "primal_layout", "remap_axis",
+    "same_axes",
 ]
 
 
@@ -22,9 +28,24 @@ def is_permutation(layout: str, other: str) -> bool:
     return is_layout(layout) and is_layout(other) and sorted(layout) == sorted(other)
 
 
+def primal_layout(layout: str) -> str:
+    """``layout`` (a valid one) with its split axes whole: ``NCHW`` for ``NCHW16c``."""
+    axes = layout_axes(layout)
+    assert axes is not None, layout
+    return "".join(letter for letter, factor in axes if not factor)
+
+
+def same_axes(layout: object, other: str) -> bool:
+    """True when ``layout`` and ``other`` are layouts of the same primal axes, each possibly
+    permuted and split (``NCHW``, ``NHWC`` and ``NCHW16c``)."""
+    return (isinstance(layout, str) and layout_axes(layout) is not None
+            and layout_axes(other) is not None
+            and sorted(primal_layout(layout)) == sorted(primal_layout(other)))
+
+
 def remap_axis(axis: int, original: str, current: str) -> int:
     """The index in ``current`` of the axis that is ``axis`` in ``original`` (which may be
-    negative, counted from the end)."""
+    negative, counted from the end); both plain layouts."""
     return current.index(original[axis % len(original)])
 
 
