@@ -317,6 +317,8 @@ def test_without_native_kernels_every_call_is_emitted(numpy_kernels):
 #: Winograd tiles, or transposed tiles) do and do not divide.
 CONV_PATHS = {
     "winograd": (1, 16, 20, 21, 3, 1, 1, 1, 1),
+    # 7 tiles across, whole blocks of channels: through the channel-blocked Winograd
+    "winograd-blocked": (2, 32, 48, 14, 3, 1, 1, 1, 1),
     # 10x10 with 256 outputs: the transposed form fits too, and Winograd is taken
     "winograd-where-transposed-fits": (1, 16, 256, 10, 3, 1, 1, 1, 1),
     # every tile of the plane in one vector of columns: transposed products

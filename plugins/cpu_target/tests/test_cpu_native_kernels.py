@@ -82,11 +82,14 @@ def test_nchw_conv2d(case, threads):
     (2, 40, 70, 14, 14, (1, 1, 1, 1)),     # 7 tiles across: 4 tile rows packed side by side
     (1, 24, 9, 11, 13, (1, 1, 1, 1)),      # 7 x 6 tiles, an odd last row and column
     (1, 16, 16, 10, 12, (1, 1, 1, 1)),     # 120 outputs: just over the Winograd minimum
+    (2, 32, 48, 14, 14, (1, 1, 1, 1)),     # 7 tiles across, whole blocks: channel-blocked
+    (1, 64, 80, 13, 13, (1, 0, 1, 0)),     # the same, an odd last tile row and column
 ])
 def test_winograd_sized_3x3_convolutions(threads, n, c, o, h, w, padding):
     """3x3 stride-1 convolutions with at least 100 outputs per channel (the Winograd path),
-    odd output sizes, tile rows packed side by side and more output channels than one task
-    holds included."""
+    odd output sizes, tile rows packed side by side, more output channels than one task
+    holds, and planes of 7 tiles across in whole blocks of channels (through NCHW16c)
+    included."""
     data, weight = _data((n, c, h, w)), _data((o, c, 3, 3))
     got, expected, source = run_op("nn.conv2d", {"padding": padding}, [data, weight],
                                    num_threads=threads)

@@ -32,7 +32,7 @@ from passhost.runtime import KernelCall
 from passhost.tir import Buffer
 from passhost_cpu_target.selection import call_buffers
 
-__all__ = ["ACTIVATIONS", "CLAMPS", "Epilogue", "match_epilogue"]
+__all__ = ["ACTIVATIONS", "CLAMPS", "ChannelAxes", "Epilogue", "match_epilogue"]
 
 #: The calls that clamp the output.
 CLAMPS = ("nn.relu", "clip")
@@ -82,22 +82,31 @@ def _in_place(call: KernelCall, out: Buffer) -> bool:
             and _same(call.outputs[0], out))
 
 
-def _per_channel(operand: Buffer, out: Buffer, axis: int) -> bool:
-    """Whether ``operand`` broadcasts against ``out`` as one value per index of ``axis``."""
+#: The axes of a producer's output that hold its channels: one axis, or the two of a
+#: channel-blocked layout (``NCHW16c``: blocks on axis 1, channels within one on axis 4),
+#: whose indices then run over the channels in order.
+ChannelAxes = int | tuple[int, ...]
+
+
+def _per_channel(operand: Buffer, out: Buffer, axes: ChannelAxes) -> bool:
+    """Whether ``operand`` broadcasts against ``out`` as one value per channel (per index of
+    the channel ``axes``), its values in channel order."""
     if operand.ndim > out.ndim:
         return False
+    axes = (axes,) if isinstance(axes, int) else axes
     aligned = (1,) * (out.ndim - operand.ndim) + operand.shape
-    return all(d == (out.shape[axis] if i == axis else 1) for i, d in enumerate(aligned))
+    return all(d == (out.shape[i] if i in axes else 1) for i, d in enumerate(aligned))
 
 
-def _bias_add_operand(call: KernelCall, out: Buffer, axis: int) -> Buffer | None:
-    """The bias of an in-place ``nn.bias_add`` on ``out`` along ``axis``."""
+def _bias_add_operand(call: KernelCall, out: Buffer, axis: ChannelAxes) -> Buffer | None:
+    """The bias of an in-place ``nn.bias_add`` on ``out`` along ``axis`` (a single axis)."""
     data, bias = call.inputs
     if not (isinstance(data, Buffer) and isinstance(bias, Buffer)) or len(call.outputs) != 1:
         return None
     if not (_same(call.outputs[0], out) and _same(data, out)) or _same(bias, out):
         return None
-    if call.attrs.axis % out.ndim != axis or bias.shape != (out.shape[axis],):
+    if not isinstance(axis, int) or call.attrs.axis % out.ndim != axis \
+            or bias.shape != (out.shape[axis],):
         return None
     return bias
 
@@ -121,15 +130,16 @@ def _gate(following: Sequence[KernelCall], at: int, out: Buffer) -> Buffer | Non
     return operand if operand is not None and operand.shape == out.shape else None
 
 
-def match_epilogue(out: Buffer, following: Sequence[KernelCall], channel_axis: int,
+def match_epilogue(out: Buffer, following: Sequence[KernelCall], channel_axis: ChannelAxes,
                    residual: bool = True, scale: bool = False,
                    batch_residual: bool = False, gate: bool = False) -> Epilogue:
     """The longest epilogue made of the first calls of ``following`` on the float32
-    producer output ``out`` with channels along ``channel_axis`` (``residual=False`` when
-    the kernel takes no residual, ``scale=True`` when it takes a per-channel scale,
-    ``batch_residual=True`` when its residual may be one matrix broadcast over a batch of
-    them, ``gate=True`` when it multiplies the result by a gate last); an empty Epilogue
-    when the first call does not fit. A scale must come after the bias and before the
+    producer output ``out`` with channels along ``channel_axis`` (or the channel axes of
+    a channel-blocked layout; ``residual=False`` when the kernel takes no residual,
+    ``scale=True`` when it takes a per-channel scale, ``batch_residual=True`` when its
+    residual may be one matrix broadcast over a batch of them, ``gate=True`` when it
+    multiplies the result by a gate last); an empty Epilogue when the first call does not
+    fit. A scale must come after the bias and before the
     residual, the order the kernel applies them in; after a clamp only an activation may
     come, and an activation ends the epilogue but for a gate after it."""
     bias = res = mul = None

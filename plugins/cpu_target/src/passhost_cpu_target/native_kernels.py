@@ -29,9 +29,9 @@ from passhost_cpu_target.native import library
 from passhost_cpu_target.native.library import NativeLibrary, address
 
 __all__ = ["ACTIVATION_CODES", "CONV2D_WEIGHT_LAYOUTS", "MATMUL_PACKED", "NativeKernel",
-           "bound_arguments", "conv2d_nchw", "conv2d_nhwc", "dense", "depthwise_conv2d_nchw",
-           "depthwise_conv2d_nhwc", "kernel_failure", "matmul", "max_pool2d_nchw",
-           "max_pool2d_nhwc", "prepared_conv2d_weights"]
+           "bound_arguments", "conv2d_nchw", "conv2d_nchwc", "conv2d_nhwc", "dense",
+           "depthwise_conv2d_nchw", "depthwise_conv2d_nhwc", "kernel_failure", "matmul",
+           "max_pool2d_nchw", "max_pool2d_nhwc", "prepared_conv2d_weights"]
 
 #: The index of the "b is packed" flag in a matmul geometry (see ``ph_matmul``).
 MATMUL_PACKED = 10
@@ -105,8 +105,9 @@ def _prepared_once(weight: np.ndarray, geometry: np.ndarray,
     return prepared
 
 
-#: The weight layout each convolution kernel prepares its weights from, by data layout.
-CONV2D_WEIGHT_LAYOUTS = {"NCHW": "OIHW", "NHWC": "OHWI"}
+#: The weight layout each convolution kernel prepares its weights from, by data layout
+#: (``NCHWc``: the kernel of channel-blocked data, ``NCHW{k}c``).
+CONV2D_WEIGHT_LAYOUTS = {"NCHW": "OIHW", "NHWC": "OHWI", "NCHWc": "OIHW"}
 
 
 def prepared_conv2d_weights(weight: np.ndarray, wbuf: np.ndarray | None,
@@ -156,6 +157,10 @@ conv2d_nchw = NativeKernel("conv2d_nchw", "conv2d_nchw", _conv2d("NCHW"))
 #: image's zero-padded copy the library asks for; ``wbuf`` is None or a scratch for OHWI
 #: weights.
 conv2d_nhwc = NativeKernel("conv2d_nhwc", "conv2d_nhwc", _conv2d("NHWC"))
+#: Ungrouped convolution of channel-blocked data (``NCHW{k}c``, or NCHW) into
+#: channel-blocked output, with an epilogue; ``cols`` is None (the kernel needs no scratch),
+#: ``wbuf`` None or a scratch for OIHW weights.
+conv2d_nchwc = NativeKernel("conv2d_nchwc", "conv2d_nchwc", _conv2d("NCHWc"))
 
 
 def _depthwise_weights(weight: np.ndarray, wbuf: np.ndarray | None, kernel_layout: str,

@@ -1,11 +1,11 @@
 """Choosing a native kernel (:mod:`.native_kernels`) for one decoded kernel call and the
-epilogue calls after it: float32 NCHW and (ungrouped) NHWC convolution, NCHW and NHWC
-depthwise convolution, NCHW max pooling, dense layers (a matrix-vector kernel up to
-:data:`DENSE_MAX_ROWS` rows), and matrix products (``nn.dense``, ``matmul``,
-``nn.batch_matmul``, transposes read in place, one per-channel bias and scale and a
-residual applied as the output is written); each with the epilogue
-:func:`~passhost_cpu_target.epilogue.match_epilogue` finds, its clamp and activation passed
-in ``bounds``.
+epilogue calls after it: float32 NCHW, (ungrouped) NHWC and channel-blocked (``NCHW16c``)
+convolution, NCHW and NHWC depthwise convolution, NCHW, NHWC and channel-blocked max
+pooling, dense layers (a matrix-vector kernel up to :data:`DENSE_MAX_ROWS` rows), and
+matrix products (``nn.dense``, ``matmul``, ``nn.batch_matmul``, transposes read in place,
+one per-channel bias and scale and a residual applied as the output is written); each
+with the epilogue :func:`~passhost_cpu_target.epilogue.match_epilogue` finds, its clamp
+and activation passed in ``bounds``.
 
 :func:`native_plan` returns None when no native kernel fits; the caller then tries the
 NumPy kernels.
@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 from attrs import frozen
 
+from passhost.relay.op import Conv2DAttrs, channel_block
 from passhost.runtime import KernelCall
 from passhost.tir import Buffer
 from passhost_cpu_target import native, native_kernels
@@ -66,14 +68,48 @@ def _weight_scratch(weight: Buffer, layout: str, wanted: str, natural: bool) -> 
     return Scratch(tuple(weight.shape[layout.index(d)] for d in wanted), weight.dtype)
 
 
+def _channel_block(layout: str) -> int | None:
+    """The channels per block of a channel-blocked data layout (``NCHW16c``: 16; ``NCHW``,
+    blocks of one channel: 1), None for any other layout."""
+    return 1 if layout == "NCHW" else channel_block(layout)
+
+
+def _blocked_conv2d(call: KernelCall, following: Sequence[KernelCall],
+                    num_threads: int) -> KernelPlan | None:
+    """An ungrouped convolution into channel-blocked output (from NCHW or channel-blocked
+    data), when the kernel takes its geometry (ph_conv2d_nchwc_prepared)."""
+    attrs = cast(Conv2DAttrs, call.attrs)
+    data, weight = cast(tuple[Buffer, Buffer], call.inputs)
+    out = call.outputs[0]
+    ib = _channel_block(attrs.data_layout)
+    ob = _channel_block(attrs.out_layout or attrs.data_layout)
+    if not _float32(call) or ib is None or ob is None or attrs.groups != 1:
+        return None
+    kl = attrs.kernel_layout
+    o, c, kh, kw = (weight.shape[kl.index(d)] for d in "OIHW")
+    n, _, h, w = data.shape[:4]
+    values = (n, c, h, w, o, *out.shape[2:4], kh, kw, *attrs.strides, *attrs.dilation,
+              *attrs.padding[:2], ib, ob, num_threads)
+    geometry = _constant(values, "int64")
+    lib = native.library()
+    if lib is None or not lib.conv2d_nchwc_prepared(geometry.value.ctypes.data):
+        return None
+    epilogue = match_epilogue(out, following, (1, 4))
+    operands, bounds = _epilogue_parts(epilogue)
+    return KernelPlan(native_kernels.conv2d_nchwc,
+                      (None, _weight_scratch(weight, kl, "OIHW", kl == "OIHW"), geometry,
+                       bounds), {"kernel_layout": kl}, operands, epilogue.calls)
+
+
 def _conv2d(call: KernelCall, following: Sequence[KernelCall],
             num_threads: int) -> KernelPlan | None:
     attrs = call.attrs
     data, weight = call.inputs
     out = call.outputs[0]
     layout, kl = attrs.data_layout, attrs.kernel_layout
-    if not _float32(call) or attrs.out_layout not in ("", layout) or layout not in ("NCHW",
-                                                                                     "NHWC"):
+    if attrs.out_layout not in ("", layout) or layout not in ("NCHW", "NHWC"):
+        return _blocked_conv2d(call, following, num_threads)
+    if not _float32(call):
         return None
     o, kh, kw = (weight.shape[kl.index(d)] for d in "OHW")
     if layout == "NCHW":
@@ -122,14 +158,17 @@ def _max_pool2d(call: KernelCall, following: Sequence[KernelCall],
                 num_threads: int) -> KernelPlan | None:
     attrs, data, out = call.attrs, call.inputs[0], call.outputs[0]
     layout = attrs.layout
+    block = _channel_block(layout)
     if not (all(b.dtype == "float32" for b in call_buffers(call))
-            and layout in ("NCHW", "NHWC") and attrs.out_layout in ("", layout)):
+            and (layout == "NHWC" or block) and attrs.out_layout in ("", layout)):
         return None
     window = (*attrs.pool_size, *attrs.strides, *attrs.dilation, *attrs.padding[:2])
     shape = data.shape
-    if layout == "NHWC":
-        n, h, w, c = shape
-        geometry = (h, w, *out.shape[1:3], *window, n, c, num_threads)
+    if layout == "NHWC" or (block or 1) > 1:
+        # a channel-blocked tensor is N * C / k images of k channels in NHWC
+        n, h, w, c = (shape[0], *shape[1:4]) if layout == "NHWC" else (
+            shape[0] * shape[1], *shape[2:5])
+        geometry = (h, w, *out.shape[-3:-1], *window, n, c, num_threads)
         return KernelPlan(native_kernels.max_pool2d_nhwc, (_constant(geometry, "int64"),))
     n, c, h, w = shape
     geometry = (h, w, *out.shape[2:], *window, n * c, num_threads)

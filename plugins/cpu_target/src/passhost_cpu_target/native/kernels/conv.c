@@ -437,9 +437,12 @@ static void packed_products(void *arg, i64 t) {
  * form, else packed columns. (Where both Winograd and the transposed form fit, a 3x3 layer
  * at 10x10 with 256 outputs or more, the weights were once prepared for the one and used
  * by the other.) */
-typedef enum { CONV_WINOGRAD, CONV_TRANSPOSED, CONV_IMPLICIT, CONV_PACKED } conv_path;
+typedef enum {
+  CONV_BLOCKED, CONV_WINOGRAD, CONV_TRANSPOSED, CONV_IMPLICIT, CONV_PACKED
+} conv_path;
 
 static conv_path path_of(const conv_geom *cv) {
+  if (use_blocked_winograd(cv)) return CONV_BLOCKED;
   if (use_winograd(cv)) return CONV_WINOGRAD;
   if (use_implicit(cv)) return CONV_IMPLICIT;
   if (use_transposed(cv)) return CONV_TRANSPOSED;
@@ -523,6 +526,8 @@ i64 ph_conv2d_nchw_scratch(const i64 *g) {
   const conv_geom given = conv_geometry(g), cv = product_geometry(g);
   const i64 sub = subsampled_floats(&given);
   switch (path_of(&cv)) {
+  case CONV_BLOCKED:
+    return sub + blocked_winograd_floats(&cv);
   case CONV_WINOGRAD:
     return sub + wino_scratch_floats(&cv);
   case CONV_TRANSPOSED:
@@ -538,6 +543,8 @@ i64 ph_conv2d_nchw_scratch(const i64 *g) {
 i64 ph_conv2d_nchw_prepared(const i64 *g) {
   const conv_geom cv = product_geometry(g);
   switch (path_of(&cv)) {
+  case CONV_BLOCKED:
+    return 16 * cv.o * cv.c;
   case CONV_WINOGRAD:
     return 16 * wino_rows(&cv) * cv.c;
   case CONV_TRANSPOSED:
@@ -553,6 +560,7 @@ i64 ph_conv2d_nchw_prepared(const i64 *g) {
 int ph_conv2d_nchw_prepare(const float *w, float *prep, const i64 *g) {
   const conv_geom cv = product_geometry(g);
   const conv_path path = path_of(&cv);
+  if (path == CONV_BLOCKED) return blocked_winograd_prepare(w, prep, &cv);
   if (path == CONV_TRANSPOSED) {
     pack_transposed(prep, w, cv.o, cv.k);
     return 0;
@@ -596,6 +604,8 @@ static int conv2d_nchw(const float *x, const float *prep, float *y, const float 
   const float lo = bounds[0], hi = bounds[1];
   const int act = activation_of(bounds);
   const conv_path path = path_of(&cv);
+  if (path == CONV_BLOCKED)
+    return conv2d_blocked_winograd(&cv, x, prep, y, bias, res, cols, nt, lo, hi, act);
   if (path == CONV_WINOGRAD)
     return conv2d_winograd(&cv, x, prep, y, bias, res, cols, nt, lo, hi, act);
   if (path == CONV_IMPLICIT)

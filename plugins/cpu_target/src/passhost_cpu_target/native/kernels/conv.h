@@ -138,4 +138,19 @@ PH_HIDDEN int conv2d_winograd(const conv_geom *cv, const float *x, const float *
                               const float *bias, const float *res, float *planes, int nt,
                               float lo, float hi, int act);
 
+/* Winograd through channel blocks (nchwc.c) for NCHW layers whose tiles would leave an
+ * eighth or more of the wide products' columns empty (planes of 7 tiles across: 14x14):
+ * the data copied into NCHW{VW}c, nchwc.c's Winograd, its products copied back through the
+ * epilogue. Against the wide products, 3x3 layers at 14x14 took 0.77x-0.79x the time with
+ * 256 channels, 0.73x-0.74x with 128, 0.84x-0.88x with 512, at one and two threads (C
+ * harness, alternating); ResNet-50 1.11x-1.16x -> 1.04x-1.09x onnxruntime's time. Whether it
+ * takes cv, the floats of its `cols` scratch, its prepared weights (16 * O * C floats), the
+ * convolution. */
+PH_HIDDEN int use_blocked_winograd(const conv_geom *cv);
+PH_HIDDEN i64 blocked_winograd_floats(const conv_geom *cv);
+PH_HIDDEN int blocked_winograd_prepare(const float *w, float *prep, const conv_geom *cv);
+PH_HIDDEN int conv2d_blocked_winograd(const conv_geom *cv, const float *x, const float *prep,
+                                      float *y, const float *bias, const float *res,
+                                      float *cols, int nt, float lo, float hi, int act);
+
 #endif /* PH_CONV_H */

@@ -1,6 +1,7 @@
 /* Native float32 kernels of the passhost cpu target, loaded with ctypes: what their
- * translation units (common.c, conv.c, implicit.c, winograd.c, window.c, matmul.c, pool.c,
- * steps.c) share. Their parallel loops run on the library's own thread pool (pool.c).
+ * translation units (common.c, conv.c, implicit.c, winograd.c, nhwc.c, nchwc.c, window.c,
+ * window_nhwc.c, matmul.c, pool.c, steps.c) share. Their parallel loops run on the
+ * library's own thread pool (pool.c).
  *
  * Every array is C-contiguous float32. Each kernel takes its static geometry as one int64
  * array (the last entry is the thread count, 0 for all cores) and, where it has an epilogue,
@@ -254,6 +255,11 @@ i64 ph_conv2d_nhwc_prepared(const i64 *g);
 int ph_conv2d_nhwc_prepare(const float *w, float *prep, const i64 *g);
 int ph_conv2d_nhwc(const float *x, const float *prep, float *y, const float *bias,
                    const float *res, float *pad, const i64 *g, const float *bounds);
+i64 ph_conv2d_nchwc_scratch(const i64 *g);
+i64 ph_conv2d_nchwc_prepared(const i64 *g);
+int ph_conv2d_nchwc_prepare(const float *w, float *prep, const i64 *g);
+int ph_conv2d_nchwc(const float *x, const float *prep, float *y, const float *bias,
+                    const float *res, float *cols, const i64 *g, const float *bounds);
 int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bias,
                       const float *res, const i64 *g, const float *bounds);
 void ph_depthwise_nhwc(const float *x, const float *w, float *y, const float *bias,
