@@ -83,6 +83,8 @@ def main() -> None:
                         help="5 rounds, the small models, two zoo models, ResNet-18 compile")
     parser.add_argument("--cache", type=Path, help="folder of the exported ONNX files, "
                         "reused across runs (default: a temporary one)")
+    parser.add_argument("--layout", help="race passhost with its convolutions converted to "
+                        "this data layout (NHWC, NCHW16c; default: as imported, NCHW)")
     parser.add_argument("--parts", default=",".join(PARTS),
                         help=f"comma-separated parts to run ({','.join(PARTS)})")
     args = parser.parse_args()
@@ -95,7 +97,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cache = args.cache or Path(tmp)
         if "race" in parts:
-            race(models, threads, rounds, cache)
+            race(models, threads, rounds, cache, layout=args.layout)
         if "zoo" in parts:
             zoo = ["mlp", "resnet-18"] if args.quick else ["mlp", "resnet-18", "mobilenet-v2",
                                                            "resnet-50", "transformer"]

@@ -1,7 +1,7 @@
 """Where passhost's time goes on one race model: the executor's steps timed one by one.
 
 Run: python benchmarks/profile_steps.py MODEL [--threads N] [--runs R] [--cache DIR] [--unbound]
-                                         [--ort] [--steps]
+                                         [--ort] [--steps] [--layout L]
 
 Builds MODEL (a name of ``race_models.MODELS``) for ``cpu -num-threads=N`` at opt_level 3,
 runs it twice untimed, then times every step inside the executor's own runs over R
@@ -17,7 +17,8 @@ minute, and two profiles taken one after the other compared different phases), a
 time per operator type follows (the
 kernels' time: no session overhead). With ``--steps``, every step is listed in order (with
 its output's shape) instead of the kinds, and onnxruntime's nodes in order (with their
-outputs' shapes), so that a layer's two times can be read side by side.
+outputs' shapes), so that a layer's two times can be read side by side. With ``--layout``
+(``NHWC``, ``NCHW16c``), passhost's convolutions are converted to that layout first.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any
 import numpy as np
 import onnx
 from race_models import MODELS, example_inputs, onnx_file
-from runtimes import ort_session
+from runtimes import ort_session, with_conv_layout
 
 import passhost
 from passhost.frontend import from_onnx
@@ -64,8 +65,10 @@ class _PasshostSteps:
     (``unbound``) each called alone."""
 
     def __init__(self, name: str, threads: int, cache: Path, unbound: bool,
-                 steps: bool) -> None:
+                 steps: bool, layout: str | None) -> None:
         mod, params = from_onnx(onnx.load(onnx_file(name, cache)))
+        if layout:
+            mod, params = with_conv_layout(mod, params, layout), {}
         with PassContext(opt_level=3):
             compiled = passhost.build(mod, f"cpu -num-threads={threads}", params=params)
         self.executor = compiled.executor()
@@ -126,15 +129,16 @@ def _ort_result(events: list[dict[str, Any]], runs: int, steps: bool) -> dict[st
 
 
 def profiles(name: str, threads: int, runs: int, cache: Path, unbound: bool = False,
-             steps: bool = False, ort: bool = False,
+             steps: bool = False, ort: bool = False, layout: str | None = None,
              ) -> tuple[dict[str, float], dict[str, float] | None]:
     """passhost's milliseconds per inference by kind of step (and ``"total"``; ``unbound``
     times every step called alone instead of inside the executor's runs; ``steps`` gives
     each step in order instead of the kinds) and, with ``ort``, onnxruntime's by
-    operator type or node. The two are timed in turns, one inference each per round
+    operator type or node; ``layout`` converts passhost's convolutions to it first. The two
+    are timed in turns, one inference each per round
     after a pause and a warm-up inference (:data:`QUIET_S`), so that both sample the same
     phases of a machine whose speed drifts."""
-    timer = _PasshostSteps(name, threads, cache, unbound, steps)
+    timer = _PasshostSteps(name, threads, cache, unbound, steps, layout)
     if not ort:
         for _ in range(runs):
             timer.time_once()
@@ -186,10 +190,12 @@ def main() -> None:
                         help="also onnxruntime's profile of the model, by operator type")
     parser.add_argument("--steps", action="store_true",
                         help="every step (and onnxruntime node) in order, not the kinds")
+    parser.add_argument("--layout", help="passhost's convolutions converted to this data "
+                        "layout first (NHWC, NCHW16c)")
     args = parser.parse_args()
     threads = f"{args.threads} thread(s)"
     ours, theirs = profiles(args.model, args.threads, args.runs, args.cache, args.unbound,
-                            args.steps, args.ort)
+                            args.steps, args.ort, args.layout)
     _print(f"{args.model}, {threads}", ours, args.steps)
     if theirs is not None:
         _print(f"onnxruntime, {threads}", theirs, args.steps)

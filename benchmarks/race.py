@@ -80,8 +80,9 @@ def _torch(name: str, path: Path) -> Callable[..., Any] | str | None:
 
 def _race_threads(name: str, path: Path, threads: int, rounds: int,
                   imported: tuple[Any, dict[str, np.ndarray]] | str,
-                  forward: Callable[..., Any] | str | None) -> Row:
-    """One row: model ``name`` (ONNX file ``path``) at ``threads`` threads."""
+                  forward: Callable[..., Any] | str | None, layout: str | None) -> Row:
+    """One row: model ``name`` (ONNX file ``path``) at ``threads`` threads (passhost's
+    convolutions in ``layout``, when given)."""
     row = Row(name, threads)
     inputs = race_models.example_inputs(name)
     session = ort_session(path, threads)
@@ -92,7 +93,7 @@ def _race_threads(name: str, path: Path, threads: int, rounds: int,
         row.notes.append(imported)
     else:
         try:
-            executor = passhost_executor(*imported, threads, inputs)
+            executor = passhost_executor(*imported, threads, inputs, layout)
         except Exception as err:  # reported in the row, as above
             row.notes.append(f"passhost build FAILED: {one_line(err)}")
         else:
@@ -123,10 +124,11 @@ def _race_threads(name: str, path: Path, threads: int, rounds: int,
 
 
 def race(names: Iterable[str], threads: Iterable[int], rounds: int, cache: Path,
-         emit: Callable[[str], None] = print) -> list[Row]:
+         emit: Callable[[str], None] = print, layout: str | None = None) -> list[Row]:
     """Race every model of ``names`` at every thread count of ``threads``, ``rounds``
-    rounds each, with ONNX files cached in ``cache``; ``emit`` gets the header, then each
-    row as it is done. Returns the rows."""
+    rounds each, with ONNX files cached in ``cache`` (passhost's convolutions converted to
+    ``layout`` when given); ``emit`` gets the header, then each row as it is done. Returns
+    the rows."""
     emit(HEADER)
     rows = []
     for name in names:
@@ -139,7 +141,7 @@ def race(names: Iterable[str], threads: Iterable[int], rounds: int, cache: Path,
         imported = _passhost(path)
         forward = _torch(name, path)
         for count in threads:
-            rows.append(_race_threads(name, path, count, rounds, imported, forward))
+            rows.append(_race_threads(name, path, count, rounds, imported, forward, layout))
             emit(format_row(rows[-1]))
             gc.collect()
         del imported, forward

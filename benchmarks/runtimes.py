@@ -14,6 +14,15 @@ import onnxruntime as ort
 
 import passhost
 from passhost.ir import IRModule
+from passhost.relay.transform import (
+    CanonicalizeOps,
+    ConvertLayout,
+    FoldConstant,
+    FoldScaleAxis,
+    InferType,
+    SimplifyInference,
+    bind_params_by_name,
+)
 from passhost.runtime import Executor
 from passhost.transform import PassContext
 
@@ -57,10 +66,28 @@ def ort_session(model: onnx.ModelProto | Path, threads: int,
     return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
 
+def with_conv_layout(mod: IRModule, params: dict[str, np.ndarray], layout: str) -> IRModule:
+    """``mod`` with ``params`` bound and its convolutions converted to data ``layout``
+    (``NHWC``, or a blocked ``NCHW16c``), after the rewrites the build's Optimize step
+    would make first (batch norms folded into the weights and biases, biases added as
+    broadcasts), so that the layout flows on from one convolution to the next."""
+    kernel = "HWIO" if layout == "NHWC" else "OIHW"
+    mod = mod.with_function("main", bind_params_by_name(mod["main"], params))
+    steps = [InferType(), SimplifyInference(), FoldConstant(), FoldScaleAxis(),
+             CanonicalizeOps(), FoldConstant(), ConvertLayout({"nn.conv2d": [layout, kernel]})]
+    with PassContext(opt_level=3):
+        for step in steps:
+            mod = step(mod)
+    return mod
+
+
 def passhost_executor(mod: IRModule, params: dict[str, np.ndarray], threads: int,
-                      inputs: dict[str, np.ndarray]) -> Executor:
+                      inputs: dict[str, np.ndarray], layout: str | None = None) -> Executor:
     """passhost's executor for ``mod`` (as ``from_onnx`` returns it, with ``params``) on
-    ``cpu -num-threads=threads`` (opt_level 3), with ``inputs`` set (arrays by name)."""
+    ``cpu -num-threads=threads`` (opt_level 3), with ``inputs`` set (arrays by name); with
+    ``layout``, its convolutions converted to it first (:func:`with_conv_layout`)."""
+    if layout:
+        mod, params = with_conv_layout(mod, params, layout), {}
     with PassContext(opt_level=3):
         compiled = passhost.build(mod, f"cpu -num-threads={threads}", params)
     executor = compiled.executor()
