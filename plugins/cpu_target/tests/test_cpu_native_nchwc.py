@@ -61,7 +61,8 @@ def test_blocked_conv2d(case, threads):
     attrs, data, weight = case
     got, expected, source = run_op("nn.conv2d", attrs, [data, weight], num_threads=threads)
     assert "native_kernels.conv2d_nchwc" in source
-    assert_same(got, expected, atol=2e-5)
+    # sums of up to 2352 products of values up to 1 (outputs up to ~20) in another order
+    assert_same(got, expected, atol=2e-4)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
