@@ -33,7 +33,8 @@ from passhost.ir.attrs import (
 )
 from passhost.ir.types import ANY_FLOAT_DTYPES, INT_DTYPES, TensorType, Type
 from passhost.relay.op.movement import IndexRangeError
-from passhost.relay.op.nn import _acc_float, _pair_field, _sum_dtype
+from passhost.relay.op.nn import _acc_float, _pair_field
+from passhost.relay.op.pool import _sum_dtype
 from passhost.relay.op.registry import ArgTypes, OpPattern, define_op
 from passhost.relay.op.windows import window_out_sizes
 

@@ -26,14 +26,12 @@ from passhost.relay.op.nn import (
     NUMERIC_DTYPES,
     _acc_float,
     _check_out_dtype,
-    _mean_of_sums,
     _padding_field,
-    _sum_dtype,
-    _tap_counts,
     _window_ints_field,
     _window_out,
     matmul_in_dtype,
 )
+from passhost.relay.op.pool import _mean_of_sums, _sum_dtype, _tap_counts
 from passhost.relay.op.registry import ArgTypes, OpPattern, define_op
 
 __all__ = [
