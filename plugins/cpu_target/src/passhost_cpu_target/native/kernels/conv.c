@@ -210,7 +210,7 @@ static inline __attribute__((always_inline)) void transposed_sums(
   for (int i = 0; i < tp; i++)
     for (int v = 0; v < TNV; v++) acc[i][v] = (vf){0};
   for (i64 k = 0; k < kc; k++) {
-    if (next) __builtin_prefetch(next + k * lines / kc * (64 / (i64)sizeof(float)), 0, 2);
+    if (next) __builtin_prefetch(next + k * lines / kc * LINE_FLOATS, 0, 2);
     vf wk[TNV];
     for (int v = 0; v < TNV; v++) wk[v] = *(const vf *)(wt + k * TO + v * VW);
     for (int i = 0; i < tp; i++) {

@@ -227,6 +227,7 @@ static inline void epilogue(float *dst, const float *src, i64 n, const float *bi
  * plane. Outputs with ox >= OW are computed and dropped.
  */
 #define BLOCK (4 * VW) /* wide outputs per register block */
+#define LINE_FLOATS (64 / (i64)sizeof(float)) /* floats per cache line */
 
 typedef struct {
   i64 h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;

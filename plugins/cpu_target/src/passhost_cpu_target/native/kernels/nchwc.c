@@ -32,8 +32,6 @@
 /* The most channels a block of the data may hold: a border position's missing taps read a
  * block of zeros. */
 #define IB_MAX 64
-/* Floats per cache line. */
-#define LINE_FLOATS (64 / (i64)sizeof(float))
 static const float zero_block[IB_MAX] __attribute__((aligned(64)));
 
 typedef struct {
