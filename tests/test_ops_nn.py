@@ -12,7 +12,7 @@ from naive import naive_conv2d, pad4
 from passhost import relay
 from passhost.errors import AttrError, IRTypeError
 from passhost.ir.types import TensorType, TupleType
-from passhost.relay.op import nn, pool
+from passhost.relay.op import activation, nn, norm, pool
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, get_op
 from passhost.relay.testing import examples_nn
 from passhost.workloads import random_inputs
@@ -687,7 +687,8 @@ def test_patterns_and_layouts():
         op = get_op(name)
         assert op.pattern == pattern, name
         assert getattr(relay.nn, name[3:]) is op
-        assert name[3:] in nn.__all__ + pool.__all__  # exported where it is declared
+        assert name[3:] in (nn.__all__ + activation.__all__ + norm.__all__
+                            + pool.__all__)  # exported where it is declared
     assert get_op("nn.conv2d").layout == LayoutInfo(
         layout_attrs=("data_layout", "kernel_layout", "out_layout"))
     for name in ("nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d"):

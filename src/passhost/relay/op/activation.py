@@ -1,32 +1,140 @@
-"""Activation functions of the ``nn`` namespace (``nn.softplus``, ``nn.silu``, ``nn.hardmax``).
+"""Activation functions of the ``nn`` namespace: ``nn.softmax`` and ``nn.log_softmax``,
+``nn.leaky_relu``, ``nn.softplus``, ``nn.silu`` and ``nn.hardmax``.
 
 Most activations (ELU, SELU, GELU, hard sigmoid, ...) are compositions of elementwise
-operators and have no operator of their own; these three are primitives: ``softplus`` needs
-a form that neither overflows nor loses small values, ``hardmax`` picks the first maximum,
-and ``silu`` (``x * sigmoid(x)``, which CanonicalizeOps makes of that product) is one
+operators and have no operator of their own; these are primitives. Softmax and its log
+subtract the maximum along their axis first, so that no exponential overflows; ``softplus``
+needs a form that neither overflows nor loses small values; ``hardmax`` picks the first
+maximum; ``silu`` (``x * sigmoid(x)``, which CanonicalizeOps makes of that product) is one
 elementwise operator where the product reads ``x`` twice, so that FuseOps can fuse it into
 the convolution or dense layer before it and a kernel apply it as it writes its output.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from passhost import te
-from passhost.ir.attrs import Attrs, attrs_class, int_field
+from passhost.ir.attrs import Attrs, attrs_class, float_field, int_field
 from passhost.ir.types import ANY_FLOAT_DTYPES, TensorType, Type
 from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.common import normalize_axis
-from passhost.relay.op.elemwise_te import np_maximum, unary_compute
+from passhost.relay.op.elemwise_te import acc_dtype, float_const, np_maximum, unary_compute
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
 from passhost.relay.op.search import arg_extreme_te
-from passhost.relay.op.te_reduce import reduced_index
+from passhost.relay.op.te_reduce import reduce_over, reduced_index, widen_tensor
 from passhost.relay.op.tensor import float_rel, multiply, sigmoid, unary_op
 from passhost.tir.expr import PrimExpr, const
 
-__all__ = ["softplus", "silu", "hardmax"]
+__all__ = [
+    "softmax", "log_softmax", "leaky_relu", "softplus", "silu", "hardmax",
+    "SoftmaxAttrs", "LeakyReluAttrs",
+]
+
+
+# -- nn.softmax / nn.log_softmax -------------------------------------------------------------
+@attrs_class
+class SoftmaxAttrs(Attrs):
+    """Attributes of ``nn.softmax`` and ``nn.log_softmax``."""
+
+    axis: int = int_field(-1)
+
+
+def _float_axis_rel(args: ArgTypes, attrs: SoftmaxAttrs | HardmaxAttrs) -> Type:
+    """One floating-point tensor with a valid ``axis``; the result has its type."""
+    data = args.tensor(0, dtypes=ANY_FLOAT_DTYPES)
+    normalize_axis(args, "axis", attrs.axis, data.ndim)
+    return data
+
+
+def _shifted(attrs: SoftmaxAttrs, data: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    axis = attrs.axis % data.ndim
+    x = data.astype(acc_float(data.dtype))
+    z = x - x.max(axis=axis, keepdims=True, initial=-np.inf)  # an empty axis has no max
+    return z, np.exp(z), axis
+
+
+def _softmax(attrs: SoftmaxAttrs, data: np.ndarray) -> np.ndarray:
+    _, e, axis = _shifted(attrs, data)
+    return (e / e.sum(axis=axis, keepdims=True)).astype(data.dtype, copy=False)
+
+
+def _log_softmax(attrs: SoftmaxAttrs, data: np.ndarray) -> np.ndarray:
+    z, e, axis = _shifted(attrs, data)
+    return (z - np.log(e.sum(axis=axis, keepdims=True))).astype(data.dtype, copy=False)
+
+
+def _softmax_stages(attrs: SoftmaxAttrs, data: te.Tensor,
+                    ) -> tuple[Callable[[tuple[PrimExpr, ...]], PrimExpr], te.Tensor, te.Tensor,
+                               tuple[int]]:
+    """``x - max`` (an element), ``exp(x - max)`` and its sum along the axis."""
+    axes = (attrs.axis % data.ndim,)
+    x = widen_tensor(data)
+    best = reduce_over(x.shape, axes, False, lambda i: x[i], te.propagating_max, "softmax_max")
+
+    def shifted(i: tuple[PrimExpr, ...]) -> PrimExpr:
+        return x[i] - best[reduced_index(i, axes)]
+
+    exps = te.compute(x.shape, lambda *i: te.exp(shifted(i)), name="softmax_exp")
+    total = reduce_over(x.shape, axes, False, lambda i: exps[i], te.sum, "softmax_sum")
+    return shifted, exps, total, axes
+
+
+def _softmax_te(attrs: SoftmaxAttrs, inputs: Sequence[te.Tensor], out: TensorType,
+                ) -> te.Tensor:
+    _, exps, total, axes = _softmax_stages(attrs, inputs[0])
+    return te.compute(out.shape, lambda *i: te.cast(exps[i] / total[reduced_index(i, axes)],
+                                                    out.dtype), name="softmax")
+
+
+def _log_softmax_te(attrs: SoftmaxAttrs, inputs: Sequence[te.Tensor], out: TensorType,
+                    ) -> te.Tensor:
+    shifted, _, total, axes = _softmax_stages(attrs, inputs[0])
+    return te.compute(out.shape, lambda *i: te.cast(
+        shifted(i) - te.log(total[reduced_index(i, axes)]), out.dtype), name="log_softmax")
+
+
+softmax = define_op(
+    "nn.softmax", inputs=("data",), attrs=SoftmaxAttrs, type_rel=_float_axis_rel,
+    compute=_softmax, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    layout=LayoutInfo(axis_attrs=("axis",)), description="Softmax along `axis`.",
+    te_compute=_softmax_te)
+
+log_softmax = define_op(
+    "nn.log_softmax", inputs=("data",), attrs=SoftmaxAttrs, type_rel=_float_axis_rel,
+    compute=_log_softmax, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    layout=LayoutInfo(axis_attrs=("axis",)), description="Log of softmax along `axis`.",
+    te_compute=_log_softmax_te)
+
+
+# -- nn.leaky_relu ---------------------------------------------------------------------------
+@attrs_class
+class LeakyReluAttrs(Attrs):
+    """Attributes of ``nn.leaky_relu``."""
+
+    alpha: float = float_field(0.01)
+
+
+def _leaky_relu(attrs: LeakyReluAttrs, x: np.ndarray) -> np.ndarray:
+    acc = acc_float(x.dtype)
+    alpha = np.asarray(attrs.alpha, dtype=acc)
+    wide = x.astype(acc, copy=False)
+    return np.where(wide > 0, wide, wide * alpha).astype(x.dtype, copy=False)
+
+
+def _leaky_relu_te(attrs: LeakyReluAttrs, inputs: Sequence[te.Tensor],
+                   out: TensorType) -> te.Tensor:
+    alpha = float_const(attrs.alpha, acc_dtype(inputs[0].dtype))
+    return unary_compute(lambda x: te.if_then_else(x > 0, x, x * alpha),
+                         "leaky_relu")(attrs, inputs, out)
+
+
+leaky_relu = define_op(
+    "nn.leaky_relu", inputs=("data",), attrs=LeakyReluAttrs, type_rel=float_rel,
+    compute=_leaky_relu, pattern=OpPattern.ELEMWISE,
+    description="x if x > 0 else alpha * x, elementwise.", te_compute=_leaky_relu_te)
 
 
 # -- nn.softplus -----------------------------------------------------------------------------
@@ -67,12 +175,6 @@ class HardmaxAttrs(Attrs):
     axis: int = int_field(-1)
 
 
-def _hardmax_rel(args: ArgTypes, attrs_value: HardmaxAttrs) -> Type:
-    data = args.tensor(0, dtypes=ANY_FLOAT_DTYPES)
-    normalize_axis(args, "axis", attrs_value.axis, data.ndim)
-    return data
-
-
 def _hardmax(attrs_value: HardmaxAttrs, data: np.ndarray) -> np.ndarray:
     out = np.zeros_like(data)
     if data.size:
@@ -93,7 +195,7 @@ def _hardmax_te(attrs_value: HardmaxAttrs, inputs: Sequence[te.Tensor],
 
 
 hardmax = define_op(
-    "nn.hardmax", inputs=("data",), attrs=HardmaxAttrs, type_rel=_hardmax_rel,
+    "nn.hardmax", inputs=("data",), attrs=HardmaxAttrs, type_rel=_float_axis_rel,
     compute=_hardmax, pattern=OpPattern.OPAQUE, layout=LayoutInfo(axis_attrs=("axis",)),
     te_compute=_hardmax_te,
     description="1 at the first maximum along `axis` (the first NaN if any), 0 elsewhere.")

@@ -1,4 +1,7 @@
-"""Neural-network operators (``nn.*``): convolution, dense, normalisation, pooling, ...
+"""Neural-network operators (``nn.*``): convolution, dense, batch matmul, bias add, relu,
+pad, batch flatten and dropout, with the attribute fields and layout helpers the other ``nn``
+modules share (activations, normalisations, pools and windows live in modules of their own
+and are offered as ``relay.nn.*`` too).
 
 Layouts: 2-D convolutions and pools accept ``NCHW``, ``NHWC`` and channel-blocked ``NCHW{k}c``
 data (``NCHW16c``: N, C / 16, H, W, then 16 consecutive channels), the output layout possibly
@@ -14,7 +17,7 @@ Padding of 2-D windows takes 1, 2 or 4 values and is stored as four:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -38,15 +41,11 @@ from passhost.ir.types import (
     ANY_FLOAT_DTYPES,
     INT_DTYPES,
     TensorType,
-    TupleType,
     Type,
 )
-from passhost.relay.op.accumulate import acc_float as _acc_float
 from passhost.relay.op.accumulate import matmul_in_dtype
 from passhost.relay.op.common import identity_rel, normalize_axis
 from passhost.relay.op.elemwise_te import (
-    acc_dtype,
-    float_const,
     np_maximum,
     unary_compute,
     widen,
@@ -54,22 +53,13 @@ from passhost.relay.op.elemwise_te import (
 from passhost.relay.op.layout import channel_block, is_data_layout, transform_array
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
 from passhost.relay.op.te_movement import absolute, reshape_te, zeros
-from passhost.relay.op.te_reduce import (
-    reduce_over,
-    reduced_index,
-    scale_shift,
-    standardise,
-    widen_tensor,
-)
 from passhost.relay.op.tensor import add_expr
 from passhost.tir.expr import And, Max, Min, PrimExpr, Select, const
 
 __all__ = [
     "relu",
-    "conv2d", "dense", "batch_matmul", "bias_add", "batch_norm", "layer_norm", "softmax",
-    "log_softmax", "leaky_relu", "pad", "batch_flatten", "dropout",
-    "Conv2DAttrs", "DenseAttrs", "BatchMatmulAttrs", "BiasAddAttrs", "BatchNormAttrs",
-    "LayerNormAttrs", "SoftmaxAttrs", "LeakyReluAttrs", "PadAttrs", "DropoutAttrs",
+    "conv2d", "dense", "batch_matmul", "bias_add", "pad", "batch_flatten", "dropout",
+    "Conv2DAttrs", "DenseAttrs", "BatchMatmulAttrs", "BiasAddAttrs", "PadAttrs", "DropoutAttrs",
     "conv2d_out_type", "conv2d_compute", "dense_out_type", "dense_compute",
     "matmul_in_dtype",
 ]
@@ -481,224 +471,6 @@ bias_add = define_op(
     "nn.bias_add", inputs=("data", "bias"), attrs=BiasAddAttrs, type_rel=_bias_add_rel,
     compute=_bias_add, pattern=OpPattern.BROADCAST, layout=LayoutInfo(axis_attrs=("axis",)),
     description="Add a 1-D bias along axis `axis` of data.", te_compute=_bias_add_te)
-
-
-# -- nn.batch_norm ---------------------------------------------------------------------------
-@attrs_class
-class BatchNormAttrs(Attrs):
-    """Attributes of ``nn.batch_norm``."""
-
-    axis: int = int_field(1)
-    epsilon: float = float_field(1e-5)
-    center: bool = bool_field(True)
-    scale: bool = bool_field(True)
-
-
-def _batch_norm_rel(args: ArgTypes, attrs: BatchNormAttrs) -> Type:
-    data = args.tensor(0, dtypes=ANY_FLOAT_DTYPES)
-    axis = normalize_axis(args, "axis", attrs.axis, data.ndim)
-    for i in range(1, 5):
-        _channel_vector(args, i, data.shape[axis], data.dtype, axis)
-    return TupleType([data, args.tensor(3), args.tensor(4)])
-
-
-def _batch_norm(attrs: BatchNormAttrs, data: np.ndarray, gamma: np.ndarray, beta: np.ndarray,
-                mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, ...]:
-    acc = _acc_float(data.dtype)
-    axis, nd = attrs.axis % data.ndim, data.ndim
-    inv = 1.0 / np.sqrt(var.astype(acc) + attrs.epsilon)
-    if attrs.scale:
-        inv = inv * gamma.astype(acc)
-    shift = -mean.astype(acc) * inv
-    if attrs.center:
-        shift = shift + beta.astype(acc)
-    out = data.astype(acc) * _along(inv, axis, nd) + _along(shift, axis, nd)
-    return out.astype(data.dtype, copy=False), mean, var
-
-
-def _batch_norm_te(attrs: BatchNormAttrs, inputs: Sequence[te.Tensor],
-                   out: TupleType) -> tuple[te.Tensor, ...]:
-    data, gamma, beta, mean, var = inputs
-    acc = acc_dtype(data.dtype)
-    axis = attrs.axis % data.ndim
-
-    def inv_element(c: PrimExpr) -> PrimExpr:
-        inv = 1.0 / te.sqrt(te.cast(var[c], acc) + attrs.epsilon)
-        return inv * te.cast(gamma[c], acc) if attrs.scale else inv
-
-    def shift_element(c: PrimExpr) -> PrimExpr:
-        shift = -te.cast(mean[c], acc) * inv[c]
-        return shift + te.cast(beta[c], acc) if attrs.center else shift
-
-    inv = te.compute(mean.shape, inv_element, name="batch_norm_inv")
-    shift = te.compute(mean.shape, shift_element, name="batch_norm_shift")
-    normed = te.compute(data.shape, lambda *i: te.cast(
-        te.cast(data[i], acc) * inv[i[axis]] + shift[i[axis]], data.dtype), name="batch_norm")
-    return normed, mean, var
-
-
-batch_norm = define_op(
-    "nn.batch_norm", inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
-    attrs=BatchNormAttrs, type_rel=_batch_norm_rel, compute=_batch_norm,
-    pattern=OpPattern.OPAQUE, layout=LayoutInfo(axis_attrs=("axis",)),
-    te_compute=_batch_norm_te,
-    description="Inference batch normalisation along `axis`; returns (out, mean, var).")
-
-
-# -- nn.layer_norm ---------------------------------------------------------------------------
-@attrs_class
-class LayerNormAttrs(Attrs):
-    """Attributes of ``nn.layer_norm``."""
-
-    axis: int = int_field(-1)
-    epsilon: float = float_field(1e-5)
-    center: bool = bool_field(True)
-    scale: bool = bool_field(True)
-
-
-def _layer_norm_rel(args: ArgTypes, attrs: LayerNormAttrs) -> Type:
-    data = args.tensor(0, dtypes=ANY_FLOAT_DTYPES)
-    axis = normalize_axis(args, "axis", attrs.axis, data.ndim)
-    for i in (1, 2):
-        _channel_vector(args, i, data.shape[axis], data.dtype, axis)
-    return data
-
-
-def _layer_norm(attrs: LayerNormAttrs, data: np.ndarray, gamma: np.ndarray,
-                beta: np.ndarray) -> np.ndarray:
-    acc = _acc_float(data.dtype)
-    axis, nd = attrs.axis % data.ndim, data.ndim
-    x = data.astype(acc)
-    centred = x - x.mean(axis=axis, keepdims=True)
-    var = np.mean(centred * centred, axis=axis, keepdims=True)
-    out = centred / np.sqrt(var + attrs.epsilon)
-    if attrs.scale:
-        out = out * _along(gamma.astype(acc), axis, nd)
-    if attrs.center:
-        out = out + _along(beta.astype(acc), axis, nd)
-    return out.astype(data.dtype, copy=False)
-
-
-def _layer_norm_te(attrs: LayerNormAttrs, inputs: Sequence[te.Tensor],
-                   out: TensorType) -> te.Tensor:
-    data, gamma, beta = inputs
-    axis = attrs.axis % data.ndim
-    normed = standardise(widen_tensor(data), (axis,), attrs.epsilon, "layer_norm_standard")
-    return scale_shift(normed, axis, gamma if attrs.scale else None,
-                       beta if attrs.center else None, out.dtype, "layer_norm")
-
-
-layer_norm = define_op(
-    "nn.layer_norm", inputs=("data", "gamma", "beta"), attrs=LayerNormAttrs,
-    type_rel=_layer_norm_rel, compute=_layer_norm, pattern=OpPattern.OPAQUE,
-    layout=LayoutInfo(axis_attrs=("axis",)), te_compute=_layer_norm_te,
-    description="Layer normalisation over `axis`, then scale by gamma and shift by beta.")
-
-
-# -- nn.softmax / nn.log_softmax -------------------------------------------------------------
-@attrs_class
-class SoftmaxAttrs(Attrs):
-    """Attributes of ``nn.softmax`` and ``nn.log_softmax``."""
-
-    axis: int = int_field(-1)
-
-
-def _softmax_rel(args: ArgTypes, attrs: SoftmaxAttrs) -> Type:
-    data = args.tensor(0, dtypes=ANY_FLOAT_DTYPES)
-    normalize_axis(args, "axis", attrs.axis, data.ndim)
-    return data
-
-
-def _shifted(attrs: SoftmaxAttrs, data: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    axis = attrs.axis % data.ndim
-    x = data.astype(_acc_float(data.dtype))
-    z = x - x.max(axis=axis, keepdims=True, initial=-np.inf)  # an empty axis has no max
-    return z, np.exp(z), axis
-
-
-def _softmax(attrs: SoftmaxAttrs, data: np.ndarray) -> np.ndarray:
-    _, e, axis = _shifted(attrs, data)
-    return (e / e.sum(axis=axis, keepdims=True)).astype(data.dtype, copy=False)
-
-
-def _log_softmax(attrs: SoftmaxAttrs, data: np.ndarray) -> np.ndarray:
-    z, e, axis = _shifted(attrs, data)
-    return (z - np.log(e.sum(axis=axis, keepdims=True))).astype(data.dtype, copy=False)
-
-
-def _softmax_stages(attrs: SoftmaxAttrs, data: te.Tensor,
-                    ) -> tuple[Callable[[tuple[PrimExpr, ...]], PrimExpr], te.Tensor, te.Tensor,
-                               tuple[int]]:
-    """``x - max`` (an element), ``exp(x - max)`` and its sum along the axis."""
-    axes = (attrs.axis % data.ndim,)
-    x = widen_tensor(data)
-    best = reduce_over(x.shape, axes, False, lambda i: x[i], te.propagating_max, "softmax_max")
-
-    def shifted(i: tuple[PrimExpr, ...]) -> PrimExpr:
-        return x[i] - best[reduced_index(i, axes)]
-
-    exps = te.compute(x.shape, lambda *i: te.exp(shifted(i)), name="softmax_exp")
-    total = reduce_over(x.shape, axes, False, lambda i: exps[i], te.sum, "softmax_sum")
-    return shifted, exps, total, axes
-
-
-def _softmax_te(attrs: SoftmaxAttrs, inputs: Sequence[te.Tensor], out: TensorType,
-                ) -> te.Tensor:
-    _, exps, total, axes = _softmax_stages(attrs, inputs[0])
-    return te.compute(out.shape, lambda *i: te.cast(exps[i] / total[reduced_index(i, axes)],
-                                                    out.dtype), name="softmax")
-
-
-def _log_softmax_te(attrs: SoftmaxAttrs, inputs: Sequence[te.Tensor], out: TensorType,
-                    ) -> te.Tensor:
-    shifted, _, total, axes = _softmax_stages(attrs, inputs[0])
-    return te.compute(out.shape, lambda *i: te.cast(
-        shifted(i) - te.log(total[reduced_index(i, axes)]), out.dtype), name="log_softmax")
-
-
-softmax = define_op(
-    "nn.softmax", inputs=("data",), attrs=SoftmaxAttrs, type_rel=_softmax_rel,
-    compute=_softmax, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    layout=LayoutInfo(axis_attrs=("axis",)), description="Softmax along `axis`.",
-    te_compute=_softmax_te)
-
-log_softmax = define_op(
-    "nn.log_softmax", inputs=("data",), attrs=SoftmaxAttrs, type_rel=_softmax_rel,
-    compute=_log_softmax, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    layout=LayoutInfo(axis_attrs=("axis",)), description="Log of softmax along `axis`.",
-    te_compute=_log_softmax_te)
-
-
-# -- nn.leaky_relu ---------------------------------------------------------------------------
-@attrs_class
-class LeakyReluAttrs(Attrs):
-    """Attributes of ``nn.leaky_relu``."""
-
-    alpha: float = float_field(0.01)
-
-
-def _float_rel(args: ArgTypes, _attrs: object) -> Type:
-    return args.tensor(0, dtypes=ANY_FLOAT_DTYPES)
-
-
-def _leaky_relu(attrs: LeakyReluAttrs, x: np.ndarray) -> np.ndarray:
-    acc = _acc_float(x.dtype)
-    alpha = np.asarray(attrs.alpha, dtype=acc)
-    wide = x.astype(acc, copy=False)
-    return np.where(wide > 0, wide, wide * alpha).astype(x.dtype, copy=False)
-
-
-def _leaky_relu_te(attrs: LeakyReluAttrs, inputs: Sequence[te.Tensor],
-                   out: TensorType) -> te.Tensor:
-    alpha = float_const(attrs.alpha, acc_dtype(inputs[0].dtype))
-    return unary_compute(lambda x: te.if_then_else(x > 0, x, x * alpha),
-                         "leaky_relu")(attrs, inputs, out)
-
-
-leaky_relu = define_op(
-    "nn.leaky_relu", inputs=("data",), attrs=LeakyReluAttrs, type_rel=_float_rel,
-    compute=_leaky_relu, pattern=OpPattern.ELEMWISE,
-    description="x if x > 0 else alpha * x, elementwise.", te_compute=_leaky_relu_te)
 
 
 # -- nn.pad ----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Normalisations of the ``nn`` namespace beyond batch and layer norm: instance, group, RMS,
+"""Normalisations of the ``nn`` namespace: batch (inference), layer, instance, group, RMS,
 Lp normalisation, local response normalisation, and the negative log-likelihood loss.
 
 Every kernel computes in float32 at least (float16 and bfloat16 data are widened, float64
@@ -25,10 +25,11 @@ from passhost.ir.attrs import (
     int_field,
     str_field,
 )
-from passhost.ir.types import ANY_FLOAT_DTYPES, TensorType, Type
+from passhost.ir.types import ANY_FLOAT_DTYPES, TensorType, TupleType, Type
+from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.common import normalize_axis
 from passhost.relay.op.elemwise_te import acc_dtype
-from passhost.relay.op.nn import _acc_float, _along, _channel_vector
+from passhost.relay.op.nn import _along, _channel_vector
 from passhost.relay.op.registry import ArgTypes, LayoutInfo, OpPattern, define_op
 from passhost.relay.op.te_reduce import (
     as_dtype,
@@ -43,9 +44,10 @@ from passhost.relay.op.te_reduce import (
 from passhost.tir.expr import PrimExpr, const
 
 __all__ = [
-    "instance_norm", "group_norm", "rms_norm", "lp_normalize", "lrn", "nll_loss",
-    "InstanceNormAttrs", "GroupNormAttrs", "RMSNormAttrs", "LpNormalizeAttrs", "LRNAttrs",
-    "NLLLossAttrs",
+    "batch_norm", "layer_norm", "instance_norm", "group_norm", "rms_norm", "lp_normalize",
+    "lrn", "nll_loss",
+    "BatchNormAttrs", "LayerNormAttrs", "InstanceNormAttrs", "GroupNormAttrs", "RMSNormAttrs",
+    "LpNormalizeAttrs", "LRNAttrs", "NLLLossAttrs",
 ]
 
 
@@ -64,6 +66,113 @@ def _scale_shift(out: np.ndarray, attrs_value: Any, gamma: np.ndarray, beta: np.
     if attrs_value.center:
         out = out + _along(beta.astype(out.dtype), axis, out.ndim)
     return out
+
+
+# -- nn.batch_norm ---------------------------------------------------------------------------
+@attrs_class
+class BatchNormAttrs(Attrs):
+    """Attributes of ``nn.batch_norm``."""
+
+    axis: int = int_field(1)
+    epsilon: float = float_field(1e-5)
+    center: bool = bool_field(True)
+    scale: bool = bool_field(True)
+
+
+def _vectors_along_axis(args: ArgTypes, axis: int, vectors: range) -> TensorType:
+    """The float data, after checking that inputs ``vectors`` are 1-D tensors of its dtype
+    as long as its axis ``axis``."""
+    data = args.tensor(0, dtypes=ANY_FLOAT_DTYPES)
+    axis = normalize_axis(args, "axis", axis, data.ndim)
+    for i in vectors:
+        _channel_vector(args, i, data.shape[axis], data.dtype, axis)
+    return data
+
+
+def _batch_norm_rel(args: ArgTypes, attrs: BatchNormAttrs) -> Type:
+    data = _vectors_along_axis(args, attrs.axis, range(1, 5))
+    return TupleType([data, args.tensor(3), args.tensor(4)])
+
+
+def _batch_norm(attrs: BatchNormAttrs, data: np.ndarray, gamma: np.ndarray, beta: np.ndarray,
+                mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, ...]:
+    acc = acc_float(data.dtype)
+    axis, nd = attrs.axis % data.ndim, data.ndim
+    inv = 1.0 / np.sqrt(var.astype(acc) + attrs.epsilon)
+    if attrs.scale:
+        inv = inv * gamma.astype(acc)
+    shift = -mean.astype(acc) * inv
+    if attrs.center:
+        shift = shift + beta.astype(acc)
+    out = data.astype(acc) * _along(inv, axis, nd) + _along(shift, axis, nd)
+    return out.astype(data.dtype, copy=False), mean, var
+
+
+def _batch_norm_te(attrs: BatchNormAttrs, inputs: Sequence[te.Tensor],
+                   out: TupleType) -> tuple[te.Tensor, ...]:
+    data, gamma, beta, mean, var = inputs
+    acc = acc_dtype(data.dtype)
+    axis = attrs.axis % data.ndim
+
+    def inv_element(c: PrimExpr) -> PrimExpr:
+        inv = 1.0 / te.sqrt(te.cast(var[c], acc) + attrs.epsilon)
+        return inv * te.cast(gamma[c], acc) if attrs.scale else inv
+
+    def shift_element(c: PrimExpr) -> PrimExpr:
+        shift = -te.cast(mean[c], acc) * inv[c]
+        return shift + te.cast(beta[c], acc) if attrs.center else shift
+
+    inv = te.compute(mean.shape, inv_element, name="batch_norm_inv")
+    shift = te.compute(mean.shape, shift_element, name="batch_norm_shift")
+    normed = te.compute(data.shape, lambda *i: te.cast(
+        te.cast(data[i], acc) * inv[i[axis]] + shift[i[axis]], data.dtype), name="batch_norm")
+    return normed, mean, var
+
+
+batch_norm = define_op(
+    "nn.batch_norm", inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
+    attrs=BatchNormAttrs, type_rel=_batch_norm_rel, compute=_batch_norm,
+    pattern=OpPattern.OPAQUE, layout=LayoutInfo(axis_attrs=("axis",)),
+    te_compute=_batch_norm_te,
+    description="Inference batch normalisation along `axis`; returns (out, mean, var).")
+
+
+# -- nn.layer_norm ---------------------------------------------------------------------------
+@attrs_class
+class LayerNormAttrs(Attrs):
+    """Attributes of ``nn.layer_norm``."""
+
+    axis: int = int_field(-1)
+    epsilon: float = float_field(1e-5)
+    center: bool = bool_field(True)
+    scale: bool = bool_field(True)
+
+
+def _layer_norm_rel(args: ArgTypes, attrs: LayerNormAttrs) -> Type:
+    return _vectors_along_axis(args, attrs.axis, range(1, 3))
+
+
+def _layer_norm(attrs: LayerNormAttrs, data: np.ndarray, gamma: np.ndarray,
+                beta: np.ndarray) -> np.ndarray:
+    axis = attrs.axis % data.ndim
+    out = _standardise(data.astype(acc_float(data.dtype)), (axis,), attrs.epsilon)
+    return _scale_shift(out, attrs, gamma, beta, axis).astype(data.dtype, copy=False)
+
+
+def _layer_norm_te(attrs: LayerNormAttrs, inputs: Sequence[te.Tensor],
+                   out: TensorType) -> te.Tensor:
+    data, gamma, beta = inputs
+    axis = attrs.axis % data.ndim
+    normed = standardise(widen_tensor(data), (axis,), attrs.epsilon, "layer_norm_standard")
+    return scale_shift(normed, axis, gamma if attrs.scale else None,
+                       beta if attrs.center else None, out.dtype, "layer_norm")
+
+
+layer_norm = define_op(
+    "nn.layer_norm", inputs=("data", "gamma", "beta"), attrs=LayerNormAttrs,
+    type_rel=_layer_norm_rel, compute=_layer_norm, pattern=OpPattern.OPAQUE,
+    layout=LayoutInfo(axis_attrs=("axis",)), te_compute=_layer_norm_te,
+    description="Layer normalisation over `axis`, then scale by gamma and shift by beta.")
 
 
 # -- nn.instance_norm ------------------------------------------------------------------------
@@ -100,7 +209,7 @@ def _instance_norm(attrs_value: InstanceNormAttrs, data: np.ndarray, gamma: np.n
                    beta: np.ndarray) -> np.ndarray:
     axis = attrs_value.axis % data.ndim
     spatial = tuple(i for i in range(1, data.ndim) if i != axis)
-    out = _standardise(data.astype(_acc_float(data.dtype)), spatial, attrs_value.epsilon)
+    out = _standardise(data.astype(acc_float(data.dtype)), spatial, attrs_value.epsilon)
     return _scale_shift(out, attrs_value, gamma, beta, axis).astype(data.dtype, copy=False)
 
 
@@ -155,7 +264,7 @@ def _group_norm(attrs_value: GroupNormAttrs, data: np.ndarray, gamma: np.ndarray
                 beta: np.ndarray) -> np.ndarray:
     axis, g = attrs_value.axis % data.ndim, attrs_value.num_groups
     shape = data.shape
-    grouped = data.astype(_acc_float(data.dtype)).reshape(
+    grouped = data.astype(acc_float(data.dtype)).reshape(
         *shape[:axis], g, shape[axis] // g, *shape[axis + 1:])
     stats = tuple(i for i in range(1, grouped.ndim) if i != axis)
     out = _standardise(grouped, stats, attrs_value.epsilon).reshape(shape)
@@ -210,7 +319,7 @@ def _rms_norm_rel(args: ArgTypes, attrs_value: RMSNormAttrs) -> Type:
 
 def _rms_norm(attrs_value: RMSNormAttrs, data: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     axis = attrs_value.axis % data.ndim
-    x = data.astype(_acc_float(data.dtype))
+    x = data.astype(acc_float(data.dtype))
     mean_square = np.mean(x * x, axis=axis, keepdims=True)
     out = x / np.sqrt(mean_square + attrs_value.epsilon)
     out = out * _along(gamma.astype(out.dtype), axis, data.ndim)
@@ -260,7 +369,7 @@ def _axis_rel(args: ArgTypes, attrs_value: Any) -> Type:
 
 
 def _lp_normalize(attrs_value: LpNormalizeAttrs, data: np.ndarray) -> np.ndarray:
-    x = data.astype(_acc_float(data.dtype))
+    x = data.astype(acc_float(data.dtype))
     axis = attrs_value.axis % data.ndim
     if attrs_value.p == 1:
         norm = np.sum(np.abs(x), axis=axis, keepdims=True)
@@ -313,7 +422,7 @@ class LRNAttrs(Attrs):
 
 
 def _lrn(attrs_value: LRNAttrs, data: np.ndarray) -> np.ndarray:
-    x = data.astype(_acc_float(data.dtype))
+    x = data.astype(acc_float(data.dtype))
     axis, size = attrs_value.axis % data.ndim, attrs_value.size
     # Channel c sums the squares of channels [c - (size - 1) // 2, c + size // 2].
     pad = [(0, 0)] * data.ndim
@@ -379,7 +488,7 @@ def _nll_loss_rel(args: ArgTypes, attrs_value: NLLLossAttrs) -> Type:
 
 def _nll_loss(attrs_value: NLLLossAttrs, pred: np.ndarray, targets: np.ndarray,
               weights: np.ndarray) -> np.ndarray:
-    acc = _acc_float(pred.dtype)
+    acc = acc_float(pred.dtype)
     classes = pred.shape[1]
     # Targets outside [0, classes) (ignore_index among them) count with weight 0.
     valid = (targets >= 0) & (targets < classes)

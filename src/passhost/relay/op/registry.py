@@ -130,8 +130,10 @@ class ArgTypes:
 
 TypeRelation = Callable[[ArgTypes, Any], Type]
 Kernel = Callable[..., Any]
-#: ``te_compute(attrs, inputs, out_type)`` -> a ``te.Tensor`` or a tuple of them.
-TECompute = Callable[[Any, Sequence[Any], Type], Any]
+#: ``te_compute(attrs, inputs, out_type)`` -> a ``te.Tensor`` or a tuple of them. The out
+#: type is the operator's own (a TensorType, or a TupleType for several outputs), so each
+#: compute declares the one it gets.
+TECompute = Callable[[Any, Sequence[Any], Any], Any]
 
 
 @frozen(eq=False, repr=False)

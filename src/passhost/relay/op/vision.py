@@ -32,8 +32,9 @@ from passhost.ir.attrs import (
     str_field,
 )
 from passhost.ir.types import ANY_FLOAT_DTYPES, INT_DTYPES, TensorType, Type
+from passhost.relay.op.accumulate import acc_float
 from passhost.relay.op.movement import IndexRangeError
-from passhost.relay.op.nn import _acc_float, _pair_field
+from passhost.relay.op.nn import _pair_field
 from passhost.relay.op.pool import _sum_dtype
 from passhost.relay.op.registry import ArgTypes, OpPattern, define_op
 from passhost.relay.op.windows import window_out_sizes
@@ -113,7 +114,7 @@ def _roi_align(attrs_value: RoiAlignAttrs, data: np.ndarray, rois: np.ndarray,
     if bad.any():
         raise IndexRangeError(f"vision.roi_align: batch index {int(batch[bad][0])} is out of "
                               f"range [0, {n})")
-    acc = _acc_float(data.dtype)
+    acc = acc_float(data.dtype)
     shift = 0.5 if attrs_value.aligned else 0.0
     box = rois.astype(acc) * acc.type(attrs_value.spatial_scale) - acc.type(shift)
     sizes = box[:, 2:] - box[:, :2]

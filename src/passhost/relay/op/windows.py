@@ -22,14 +22,13 @@ from numpy.lib.stride_tricks import as_strided
 
 from passhost.ir.attrs import Attrs, attrs_class, bool_field, dtype_field, int_field, ints_field
 from passhost.ir.types import ANY_FLOAT_DTYPES, INT_DTYPES, TensorType, Type, is_float_dtype
+from passhost.relay.op.accumulate import acc_float, matmul_in_dtype
 from passhost.relay.op.nn import (
     NUMERIC_DTYPES,
-    _acc_float,
     _check_out_dtype,
     _padding_field,
     _window_ints_field,
     _window_out,
-    matmul_in_dtype,
 )
 from passhost.relay.op.pool import _mean_of_sums, _sum_dtype, _tap_counts
 from passhost.relay.op.registry import ArgTypes, OpPattern, define_op
@@ -521,7 +520,7 @@ def _deformable_conv2d_rel(args: ArgTypes, attrs: DeformableConv2DAttrs) -> Type
 
 def _deformable_conv2d(attrs: DeformableConv2DAttrs, data: np.ndarray, offset: np.ndarray,
                        weight: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    acc = _acc_float(data.dtype)
+    acc = acc_float(data.dtype)
     n, c, h, w = data.shape
     o, cg, kh, kw = weight.shape
     g, dg = attrs.groups, attrs.deformable_groups
