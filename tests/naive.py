@@ -68,3 +68,57 @@ def naive_conv2d(x, w, strides=(1, 1), padding=0, dilation=(1, 1), groups=1,
                                     acc += xv * wv
                     out[n][o][oy][ox] = acc
     return np.array(out)
+
+
+def naive_pool_size(size, k, s, d, lo, hi, ceil_mode):
+    """Window starts (in padded coordinates) of a 2-D pool along one axis."""
+    ext = d * (k - 1) + 1
+    starts = []
+    i = 0
+    while True:
+        start = i * s
+        fits = start + ext <= size + lo + hi
+        overhang = ceil_mode and start < size + lo and start + ext < size + lo + hi + s
+        if not (fits or overhang):
+            break
+        starts.append(start)
+        i += 1
+    return len(starts)
+
+
+def naive_pool2d(x, kind, pool_size, strides=(1, 1), dilation=(1, 1), padding=0,
+                 ceil_mode=False, count_include_pad=False):
+    """NCHW pooling with python loops; ints round half away from zero."""
+    n_, c_, h_, w_ = x.shape
+    kh, kw = pool_size
+    sh, sw = strides
+    dh, dw = dilation
+    pt, pl, pb, pr = pad4(padding)
+    oh_ = naive_pool_size(h_, kh, sh, dh, pt, pb, ceil_mode)
+    ow_ = naive_pool_size(w_, kw, sw, dw, pl, pr, ceil_mode)
+    is_int = x.dtype.kind in "iu"
+    out = np.zeros((n_, c_, oh_, ow_), dtype=x.dtype if kind == "max" or is_int else
+                   np.float64)
+    for n in range(n_):
+        for c in range(c_):
+            for y in range(oh_):
+                for z in range(ow_):
+                    vals, counted = [], 0
+                    for ky in range(kh):
+                        for kx in range(kw):
+                            yy = y * sh + ky * dh - pt
+                            xx = z * sw + kx * dw - pl
+                            inside = 0 <= yy < h_ and 0 <= xx < w_
+                            in_pad = -pt <= yy < h_ + pb and -pl <= xx < w_ + pr
+                            if inside:
+                                vals.append(x[n, c, yy, xx].item())
+                            if inside or (count_include_pad and in_pad):
+                                counted += 1
+                    if kind == "max":
+                        out[n, c, y, z] = max(vals)
+                    elif is_int:
+                        s, m = sum(vals), counted
+                        out[n, c, y, z] = (s + m // 2) // m if s > 0 else -((-s + m // 2) // m)
+                    else:
+                        out[n, c, y, z] = sum(vals) / counted
+    return out

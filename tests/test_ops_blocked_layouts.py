@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from naive import in_layout, naive_conv2d
+from naive import in_layout, naive_conv2d, naive_pool2d
 from passhost.errors import AttrError
 from passhost.relay.op import nn
-from test_ops_nn import POOL_CASES, _rand, _run, _type_error, _type_of, _vars, naive_pool2d
+from test_ops_nn import _rand, _run, _type_error, _type_of, _vars
+from test_ops_pool import POOL_CASES
 
 
 def test_data_layout_errors_list_the_accepted_layouts():
