@@ -28,7 +28,8 @@ SETTINGS = settings(max_examples=30, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 RNG = np.random.default_rng(17)
 THREADS = st.sampled_from([0, 1, 2])
-#: Sizes around the kernel's tiles (8 or 6 rows, 32 or 16 columns, 256-deep slabs).
+#: Sizes around the kernel's tiles (7, 8 or 14 rows with AVX-512, else 6; 32 or 16
+#: columns; 256-deep slabs).
 SIZES = st.sampled_from([1, 2, 5, 7, 8, 9, 16, 17, 31, 33, 64, 129, 257])
 
 
@@ -178,6 +179,28 @@ def test_the_activation_comes_last_in_the_kernel(a_shape, b_shape, extras, activ
                                    steps, 1, activation)
     assert _body(source).count("\n    ") == 1 and "_matmul(T, x0, x1," in source
     assert_same([got], [expected], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("rows", [
+    64,    # panels of 8 rows
+    196,   # of 14 (ConvNeXt-T's third stage)
+    27,    # of 14, the last one a row short
+    49,    # of 7 (ConvNeXt-T's last stage)
+    20,    # of 7, the last one a row short
+])
+def test_every_row_panel_height_agrees(rows, threads):
+    # mm_height picks the panels' height from the rows (with AVX-512; elsewhere all take
+    # 6). 1100 deep crosses the 1024-deep slab; 40 columns end with a narrow block. The
+    # epilogue (bias, scale, residual, clip, SiLU) runs from the registers of each height.
+    a = _data((rows, 1100))
+    steps = [("add", None, _data((40,)), True), ("multiply", None, _data((40,)), False),
+             ("add", None, _data((rows, 40)), False),
+             ("clip", {"a_min": -8.0, "a_max": 9.0}, None, False)]
+    got, expected, source = _fused("matmul", {}, [a, _frozen(_data((1100, 40)))], steps,
+                                   threads, "nn.silu")
+    assert _body(source).count("\n    ") == 1 and "_matmul(T, x0, x1," in source
+    assert_same([got], [expected], rtol=1e-4, atol=1e-4)
 
 
 def test_a_zero_depth_product_takes_the_activation():

@@ -35,12 +35,15 @@
 #if defined(__AVX512F__)
 #define VW 16
 #define MR 8
+#define MR_MAX 14 /* the tallest micro-tile (the matrix products' row panels, matmul.c) */
 #elif defined(__AVX__)
 #define VW 8
 #define MR 6
+#define MR_MAX MR
 #else
 #define VW 4
 #define MR 6
+#define MR_MAX MR
 #endif
 #define NV 2                 /* vectors per micro-tile row */
 #define NR (NV * VW)         /* micro-tile columns */
@@ -324,14 +327,15 @@ static inline vf vclamp(vf v, vf lo, vf hi) {
  * hardware prefetcher leaves their first pass waiting on them (ResNet-50 4% faster). */
 #define A_AHEAD 256
 
-/* acc = a x b[kc rows][nv * VW], plus c[MR][nv * VW] (rows NR apart) when `accumulate`, where
- * a is a packed panel of MR rows: a[k * MR + i] is row i, column k, and row k of b starts at
+/* acc = a x b[kc rows][nv * VW], plus c[mr][nv * VW] (rows NR apart) when `accumulate`, where
+ * a is a packed panel of mr (<= MR_MAX) rows: a[k * mr + i] is row i, column k, and row k of
+ * b starts at
  * b + k * ldb. The result goes raw into c, or, when `out` is set (whole tiles: nv = NV),
  * through the epilogue into out->y (only the first `rows` rows). With `ahead` > 0, NR
  * floats of each row of b `ahead` floats on (the next block's) are fetched into L2 as the
- * sums are taken. Inlined with constant nv. */
+ * sums are taken. Inlined with constant mr and nv. */
 static inline __attribute__((always_inline)) void micro_core(
-    const float *restrict a, i64 rows, const float *restrict b, i64 ldb, i64 kc,
+    const float *restrict a, const int mr, i64 rows, const float *restrict b, i64 ldb, i64 kc,
     float *restrict c, int accumulate, const tile_out *out, i64 ahead, const int nv) {
   if (out) /* the next column block's output lines, fetched for writing while the sums are
              * taken: a large output's stores otherwise wait on its lines coming in (2% of
@@ -344,31 +348,31 @@ static inline __attribute__((always_inline)) void micro_core(
     for (int i = 0; i < rows; i++)
       for (int v = 0; v < NR; v += 64 / (int)sizeof(float))
         __builtin_prefetch(out->res + i * out->ldy + v, 0, 3);
-  vf acc[MR][NV];
-  for (int i = 0; i < MR; i++)
+  vf acc[MR_MAX][NV];
+  for (int i = 0; i < mr; i++)
     for (int v = 0; v < nv; v++)
       acc[i][v] = accumulate ? *(const vf *)(c + i * NR + v * VW) : (vf){0};
   for (i64 k = 0; k < kc; k++) {
-    __builtin_prefetch(a + k * MR + A_AHEAD, 0, 3);
+    __builtin_prefetch(a + k * mr + A_AHEAD, 0, 3);
     const float *bk0 = b + k * ldb;
     if (ahead > 0)
       for (int v = 0; v < NR; v += 64 / (int)sizeof(float))
         __builtin_prefetch(bk0 + ahead + v, 0, 2);
     vf bk[NV];
     for (int v = 0; v < nv; v++) bk[v] = *(const vf *)(bk0 + v * VW);
-    for (int i = 0; i < MR; i++) {
-      const float s = a[k * MR + i];
+    for (int i = 0; i < mr; i++) {
+      const float s = a[k * mr + i];
       for (int v = 0; v < nv; v++) acc[i][v] += s * bk[v];
     }
   }
   if (!out) {
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < mr; i++)
       for (int v = 0; v < nv; v++) *(vf *)(c + i * NR + v * VW) = acc[i][v];
     return;
   }
   /* With an activation or a gate, the tile is finished in `staged` (L1) and then stored:
    * reading back out->y just stored stalls on its cache misses. */
-  float staged[MR * NR] __attribute__((aligned(64)));
+  float staged[MR_MAX * NR] __attribute__((aligned(64)));
   const int finish = out->act || out->gate;
   const vf lo = (vf){0} + out->lo, hi = (vf){0} + out->hi;
   for (int i = 0; i < rows; i++) {
@@ -395,14 +399,14 @@ static inline __attribute__((always_inline)) void micro_core(
 static inline void micro_tile(const float *restrict a, i64 rows, const float *restrict b, i64 ldb,
                        i64 kc, float *restrict c, int accumulate, const tile_out *out,
                        i64 ahead) {
-  micro_core(a, rows, b, ldb, kc, c, accumulate, out, ahead, NV);
+  micro_core(a, MR, rows, b, ldb, kc, c, accumulate, out, ahead, NV);
 }
 
 /* micro_tile's raw sums of the first VW columns only, for a last block of at most VW columns
  * (at 14x14, 196 = 6 x 32 + 4 columns: half the work of a whole block for the last one). */
 static inline void micro_tile_narrow(const float *restrict a, const float *restrict b, i64 ldb,
                                      i64 kc, float *restrict c, int accumulate) {
-  micro_core(a, MR, b, ldb, kc, c, accumulate, NULL, 0, 1);
+  micro_core(a, MR, MR, b, ldb, kc, c, accumulate, NULL, 0, 1);
 }
 
 /* Transposes the VW x VW block of rows r in place (r[i][k] becomes r[k][i]): log2(VW)

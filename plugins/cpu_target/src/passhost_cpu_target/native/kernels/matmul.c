@@ -156,13 +156,38 @@ static void dense(const float *x, const float *w, const float *wp, float *y, con
  * panels of NR columns (ph_matmul_pack_b): when `packed` is 1, `bp` already holds them
  * (constant weights, packed once); otherwise the threads pack b on every call into `bp`
  * (ph_matmul_packed floats), or into memory of their own when bp is NULL. Each task packs
- * its rows of a into MR-row panels once (mm_pack_rows). Returns 0, or -1 when memory runs
- * out.
+ * its rows of a into row panels of mm_height rows once (mm_pack_rows). Returns 0, or -1 when
+ * memory runs out.
  */
 typedef struct {
   i64 batch, m, n, k, sa, ra, ca, sb, rb, cb, packed, sr;
-  i64 panels, mcp, chunks, blocks, spans, bbatch;
+  i64 mr, panels, mcp, chunks, blocks, spans, bbatch;
 } mm_geom;
+
+/* The heights a row panel may have, in order of preference. With 32 vector registers a
+ * tile of 14 or 7 rows keeps its sums in registers as one of 8 does; the products take the
+ * height that pads the fewest rows (C harness, alternating with 8 rows, one thread:
+ * ConvNeXt-T's 196-row products in 7 rows 0.99x the time, in 14 rows 0.97x; its 49-row ones
+ * in 7 rows 0.90x-0.91x, in 14 0.94x-0.97x; with no padding to save, 7 rows took 1.05x-1.15x
+ * the time and 14 rows 1.02x-1.07x, so 8 goes first). */
+#if MR_MAX == 14
+static const int mm_heights[] = {MR, 14, 7};
+#else
+static const int mm_heights[] = {MR};
+#endif
+
+/* The row panels' height for m rows (see mm_heights). */
+static i64 mm_height(i64 m) {
+  i64 best = mm_heights[0], waste = -1;
+  for (size_t i = 0; i < sizeof(mm_heights) / sizeof(mm_heights[0]); i++) {
+    const i64 h = mm_heights[i], padded = (m + h - 1) / h * h - m;
+    if (waste < 0 || padded < waste) {
+      best = h;
+      waste = padded;
+    }
+  }
+  return best;
+}
 
 /* Row panels per chunk (mcp): as many as fill MM_CHUNK_BYTES of packed rows (in L2 beside
  * a panel of b), at least MCP and at most MM_CHUNK_MAX. Each chunk reads all of b, so
@@ -172,9 +197,10 @@ typedef struct {
 
 static mm_geom mm_geometry(const i64 *g) {
   mm_geom mg = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[12],
-                0, 0, 0, 0, 0, 0};
-  mg.panels = (mg.m + MR - 1) / MR;
-  const i64 panel_bytes = max64(mg.k, 1) * MR * (i64)sizeof(float);
+                0, 0, 0, 0, 0, 0, 0};
+  mg.mr = mm_height(mg.m);
+  mg.panels = (mg.m + mg.mr - 1) / mg.mr;
+  const i64 panel_bytes = max64(mg.k, 1) * mg.mr * (i64)sizeof(float);
   mg.mcp = min64(MM_CHUNK_MAX, max64(MCP, MM_CHUNK_BYTES / panel_bytes));
   mg.chunks = (mg.panels + mg.mcp - 1) / mg.mcp;
   mg.blocks = (mg.n + NR - 1) / NR;
@@ -214,30 +240,32 @@ void ph_matmul_pack_b(const float *b, float *bp, const i64 *g) {
     for (i64 blk = 0; blk < mg.blocks; blk++) mm_pack_panel(bp, b, &mg, bt, blk);
 }
 
-/* ap[(q - q0) * K * MR + kk * MR + i] = a(q * MR + i, kk) for every kk < K, zero past
- * row M: the task's rows packed once for all its column blocks. */
-static void mm_pack_rows(float *restrict ap, const float *restrict a, const mm_geom *mg,
-                         i64 q0, i64 q1) {
+/* ap[(q - q0) * K * mr + kk * mr + i] = a(q * mr + i, kk) for every kk < K, zero past
+ * row M: the task's rows packed once for all its column blocks, in panels of mr rows (a
+ * constant: inlined into mm_task_of). */
+static inline __attribute__((always_inline)) void mm_pack_rows(
+    const int mr, float *restrict ap, const float *restrict a, const mm_geom *mg, i64 q0,
+    i64 q1) {
   for (i64 q = q0; q < q1; q++) {
-    float *panel = ap + (q - q0) * mg->k * MR;
-    if (mg->ca == 1 && (q + 1) * MR <= mg->m) { /* a whole panel of rows, each contiguous */
-      const float *rows[MR];
-      for (i64 i = 0; i < MR; i++) rows[i] = a + (q * MR + i) * mg->ra;
+    float *panel = ap + (q - q0) * mg->k * mr;
+    if (mg->ca == 1 && (q + 1) * mr <= mg->m) { /* a whole panel of rows, each contiguous */
+      const float *rows[MR_MAX];
+      for (i64 i = 0; i < mr; i++) rows[i] = a + (q * mr + i) * mg->ra;
       for (i64 kk = 0; kk < mg->k; kk++)
-        for (i64 i = 0; i < MR; i++) panel[kk * MR + i] = rows[i][kk];
+        for (i64 i = 0; i < mr; i++) panel[kk * mr + i] = rows[i][kk];
       continue;
     }
-    for (i64 i = 0; i < MR; i++) {
-      const i64 r = q * MR + i;
+    for (i64 i = 0; i < mr; i++) {
+      const i64 r = q * mr + i;
       if (r >= mg->m) {
-        for (i64 kk = 0; kk < mg->k; kk++) panel[kk * MR + i] = 0.0f;
+        for (i64 kk = 0; kk < mg->k; kk++) panel[kk * mr + i] = 0.0f;
         continue;
       }
       const float *row = a + r * mg->ra;
       if (mg->ca == 1) {
-        for (i64 kk = 0; kk < mg->k; kk++) panel[kk * MR + i] = row[kk];
+        for (i64 kk = 0; kk < mg->k; kk++) panel[kk * mr + i] = row[kk];
       } else {
-        for (i64 kk = 0; kk < mg->k; kk++) panel[kk * MR + i] = row[kk * mg->ca];
+        for (i64 kk = 0; kk < mg->k; kk++) panel[kk * mr + i] = row[kk * mg->ca];
       }
     }
   }
@@ -282,12 +310,13 @@ static void mm_store(float *restrict y, const float *restrict c, i64 rows, i64 w
  * fetches the next block's panel (its slab) into L2: constant weights come from memory once
  * per inference, and the tiles otherwise wait on them (ViT-B/16 0.88x the time, GPT-2 0.91x;
  * 768 x 3072 weights with the caches evicted 0.86x-0.90x). */
-static void mm_task(const mm_geom *mg, const float *a, const float *bp, float *y,
-                    const mm_epilogue *ep, float *ap, float *cbuf, i64 bt, i64 q0, i64 q1,
-                    i64 blk0, i64 blk1) {
+static inline __attribute__((always_inline)) void mm_task_of(
+    const int mr, const mm_geom *mg, const float *a, const float *bp, float *y,
+    const mm_epilogue *ep, float *ap, float *cbuf, i64 bt, i64 q0, i64 q1, i64 blk0,
+    i64 blk1) {
   const float *bpt = bp + (mg->sb ? bt : 0) * mg->blocks * mg->k * NR;
   const i64 base = bt * mg->m * mg->n;
-  mm_pack_rows(ap, a + bt * mg->sa, mg, q0, q1);
+  mm_pack_rows(mr, ap, a + bt * mg->sa, mg, q0, q1);
   for (i64 g0 = blk0; g0 < blk1; g0 += NB) {
     const i64 g1 = min64(blk1, g0 + NB);
     for (i64 k0 = 0; k0 < mg->k; k0 += MM_KC) {
@@ -297,32 +326,50 @@ static void mm_task(const mm_geom *mg, const float *a, const float *bp, float *y
         const float *panel = bpt + (blk * mg->k + k0) * NR;
         const i64 n0 = blk * NR;
         for (i64 q = q0; q < q1; q++) {
-          const i64 r0 = q * MR;
+          const i64 r0 = q * mr;
           tile_out out = {.y = y + base + r0 * mg->n + n0,
                           .res = ep->res ? ep->res + bt * mg->sr + r0 * mg->n + n0 : NULL,
                           .ldy = mg->n, .lo = ep->lo, .hi = ep->hi,
                           .cbias = ep->bias ? ep->bias + n0 : NULL,
                           .cscale = ep->scale ? ep->scale + n0 : NULL, .act = ep->act,
                           .gate = ep->gate ? ep->gate + base + r0 * mg->n + n0 : NULL};
-          float *raw = cbuf + ((blk - g0) * mg->mcp + q - q0) * MR * NR;
-          if (mg->n - n0 <= VW)
-            micro_tile_narrow(ap + (q - q0) * mg->k * MR + k0 * MR, panel, NR, kc, raw, k0 > 0);
+          float *raw = cbuf + ((blk - g0) * mg->mcp + q - q0) * mr * NR;
+          const float *rows = ap + ((q - q0) * mg->k + k0) * mr;
+          if (mg->n - n0 <= VW) /* micro_tile_narrow's */
+            micro_core(rows, mr, mr, panel, NR, kc, raw, k0 > 0, NULL, 0, 1);
           else
-            micro_tile(ap + (q - q0) * mg->k * MR + k0 * MR, min64(MR, mg->m - r0), panel, NR,
-                       kc, raw, k0 > 0, last && mg->n - n0 >= NR ? &out : NULL,
-                       q == q0 && blk + 1 < mg->blocks ? mg->k * NR : 0);
+            micro_core(rows, mr, min64(mr, mg->m - r0), panel, NR, kc, raw, k0 > 0,
+                       last && mg->n - n0 >= NR ? &out : NULL,
+                       q == q0 && blk + 1 < mg->blocks ? mg->k * NR : 0, NV);
         }
       }
     }
     if (g1 * NR <= mg->n) continue;  /* every tile was full */
     const i64 blk = g1 - 1, n0 = blk * NR;
     for (i64 q = q0; q < q1; q++) {
-      const i64 r0 = q * MR, at = base + r0 * mg->n + n0;
-      mm_store(y + at, cbuf + ((blk - g0) * mg->mcp + q - q0) * MR * NR, min64(MR, mg->m - r0),
+      const i64 r0 = q * mr, at = base + r0 * mg->n + n0;
+      mm_store(y + at, cbuf + ((blk - g0) * mg->mcp + q - q0) * mr * NR, min64(mr, mg->m - r0),
                mg->n - n0, mg->n, ep->res ? ep->res + bt * mg->sr + r0 * mg->n + n0 : NULL,
                ep->gate ? ep->gate + at : NULL, n0, ep);
     }
   }
+}
+
+/* mm_task_of for the height of mg's row panels (mm_height), a constant in each. */
+static void mm_task(const mm_geom *mg, const float *a, const float *bp, float *y,
+                    const mm_epilogue *ep, float *ap, float *cbuf, i64 bt, i64 q0, i64 q1,
+                    i64 blk0, i64 blk1) {
+#if MR_MAX == 14
+  if (mg->mr == 14) {
+    mm_task_of(14, mg, a, bp, y, ep, ap, cbuf, bt, q0, q1, blk0, blk1);
+    return;
+  }
+  if (mg->mr == 7) {
+    mm_task_of(7, mg, a, bp, y, ep, ap, cbuf, bt, q0, q1, blk0, blk1);
+    return;
+  }
+#endif
+  mm_task_of(MR, mg, a, bp, y, ep, ap, cbuf, bt, q0, q1, blk0, blk1);
 }
 
 typedef struct {
@@ -348,12 +395,12 @@ static void mm_pack_task(void *arg, i64 t) {
 static void mm_products(void *arg, i64 t) {
   mm_job *job = arg;
   const mm_geom *mg = job->mg;
-  float *ap = thread_scratch(mg->mcp * MR * mg->k + NB * mg->mcp * MR * NR);
+  float *ap = thread_scratch(mg->mcp * mg->mr * (mg->k + NB * NR));
   if (!ap) {
     atomic_store(&job->failed, 1);
     return;
   }
-  float *cbuf = ap + mg->mcp * MR * mg->k;
+  float *cbuf = ap + mg->mcp * mg->mr * mg->k;
   const i64 per_item = mg->chunks * mg->spans;
   i64 u0, u1;
   part_range(job->items, job->tasks, t, &u0, &u1);
