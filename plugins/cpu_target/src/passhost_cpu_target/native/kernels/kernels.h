@@ -329,11 +329,10 @@ static inline vf vclamp(vf v, vf lo, vf hi) {
 
 /* acc = a x b[kc rows][nv * VW], plus c[mr][nv * VW] (rows NR apart) when `accumulate`, where
  * a is a packed panel of mr (<= MR_MAX) rows: a[k * mr + i] is row i, column k, and row k of
- * b starts at
- * b + k * ldb. The result goes raw into c, or, when `out` is set (whole tiles: nv = NV),
- * through the epilogue into out->y (only the first `rows` rows). With `ahead` > 0, NR
- * floats of each row of b `ahead` floats on (the next block's) are fetched into L2 as the
- * sums are taken. Inlined with constant mr and nv. */
+ * b starts at b + k * ldb. The result goes raw into c, or, when `out` is set (whole tiles:
+ * nv = NV), through the epilogue into out->y (only the first `rows` rows). With `ahead`
+ * nonzero, NR floats of each row of b `ahead` floats on (the panel read next, which may lie
+ * before b) are fetched into L2 as the sums are taken. Inlined with constant mr and nv. */
 static inline __attribute__((always_inline)) void micro_core(
     const float *restrict a, const int mr, i64 rows, const float *restrict b, i64 ldb, i64 kc,
     float *restrict c, int accumulate, const tile_out *out, i64 ahead, const int nv) {
@@ -355,7 +354,7 @@ static inline __attribute__((always_inline)) void micro_core(
   for (i64 k = 0; k < kc; k++) {
     __builtin_prefetch(a + k * mr + A_AHEAD, 0, 3);
     const float *bk0 = b + k * ldb;
-    if (ahead > 0)
+    if (ahead != 0)
       for (int v = 0; v < NR; v += 64 / (int)sizeof(float))
         __builtin_prefetch(bk0 + ahead + v, 0, 2);
     vf bk[NV];

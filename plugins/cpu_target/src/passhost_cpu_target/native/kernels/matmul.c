@@ -306,10 +306,13 @@ static void mm_store(float *restrict y, const float *restrict c, i64 rows, i64 w
 
 /* One task: batch item bt, row panels [q0, q1), column blocks [blk0, blk1), in groups of
  * NB blocks. Full tiles go through the epilogue from the registers on the last slab of K;
- * partial ones are left raw in cbuf and stored by mm_store. The first tile of a block
- * fetches the next block's panel (its slab) into L2: constant weights come from memory once
- * per inference, and the tiles otherwise wait on them (ViT-B/16 0.88x the time, GPT-2 0.91x;
- * 768 x 3072 weights with the caches evicted 0.86x-0.90x). */
+ * partial ones are left raw in cbuf and stored by mm_store. The first tile of a slab fetches
+ * the slab the task reads next into L2 (the next block's, or after a group's last block the
+ * group's next slab of K): constant weights come from memory once per inference, and the
+ * tiles otherwise wait on them (ViT-B/16 0.88x the time, GPT-2 0.91x; 768 x 3072 weights
+ * with the caches evicted 0.86x-0.90x). Fetching the next block's slab even after a group's
+ * last block left the next slab of K unfetched: products 3072 deep took 1.03x-1.05x the time
+ * (49 x 3072 x 768, 128 x 3072 x 768, at one and two threads). */
 static inline __attribute__((always_inline)) void mm_task_of(
     const int mr, const mm_geom *mg, const float *a, const float *bp, float *y,
     const mm_epilogue *ep, float *ap, float *cbuf, i64 bt, i64 q0, i64 q1, i64 blk0,
@@ -325,6 +328,12 @@ static inline __attribute__((always_inline)) void mm_task_of(
       for (i64 blk = g0; blk < g1; blk++) {
         const float *panel = bpt + (blk * mg->k + k0) * NR;
         const i64 n0 = blk * NR;
+        /* the slab this task reads next: the next block's, the group's next one, the next
+         * group's first (or past the task, the next block's first) */
+        const i64 next_blk = blk + 1 < g1 || last ? blk + 1 : g0;
+        const i64 next_k0 = blk + 1 < g1 ? k0 : last ? 0 : k0 + kc;
+        const i64 ahead =
+            next_blk < mg->blocks ? ((next_blk - blk) * mg->k + next_k0 - k0) * NR : 0;
         for (i64 q = q0; q < q1; q++) {
           const i64 r0 = q * mr;
           tile_out out = {.y = y + base + r0 * mg->n + n0,
@@ -340,7 +349,7 @@ static inline __attribute__((always_inline)) void mm_task_of(
           else
             micro_core(rows, mr, min64(mr, mg->m - r0), panel, NR, kc, raw, k0 > 0,
                        last && mg->n - n0 >= NR ? &out : NULL,
-                       q == q0 && blk + 1 < mg->blocks ? mg->k * NR : 0, NV);
+                       q == q0 ? ahead : 0, NV);
         }
       }
     }
