@@ -1,81 +1,63 @@
-"""The TIR -> C printer (passhost.backend.c): hand-built PrimFuncs and random expression
-trees printed, compiled with the system C compiler and run, against NumPy.
-
-Every hand-built function goes into one unit, compiled twice per module: with ASan and
-UBSan (``-Werror``, run in a subprocess with ASan preloaded) and with ``-O3 -march=native
--fopenmp`` (run in this process). Each test compares the arrays a call left with values it
-computes with NumPy (or Python integers) from the inputs.
+"""The TIR -> C printer (passhost.backend.c): hand-built PrimFuncs of loops, allocations,
+assertions, constants, buffer views, scalar parameters, external calls and kernels, names,
+deep expressions and threads, printed into one unit, compiled with the system C compiler and
+run (see c_printer_harness), against NumPy. Arithmetic, conversions and intrinsics are in
+test_c_printer_arithmetic, errors in test_c_printer_errors, random expression trees in
+test_c_printer_random.
 """
 
 from __future__ import annotations
 
-import copy
-import ctypes
-import math
-import os
-import pickle
-import subprocess
 import sys
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-from unittest import mock
 
-import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-from c_unit_helpers import CC, compile_unit, needs_cc
+from c_printer_harness import (
+    ALL_DTYPES,
+    BF16,
+    NATIVE,
+    PREAMBLE,
+    UnitCases,
+    buffers,
+    func,
+    loop,
+    outputs,
+    run_here,
+    scale_kernel,
+    unit_fixtures,
+    zeros,
+)
+from c_unit_helpers import CC, compile_unit
 from passhost.backend.c import (
     STATUS_ASSERT,
     STATUS_NO_MEMORY,
     CCodegenError,
-    CPrinter,
-    CUnit,
     print_unit,
 )
-from passhost.backend.c import expr as c_expr
-from passhost.errors import IRTypeError, UnknownNameError
-from passhost.ir.types import INT_DTYPES
 from passhost.tir import (
     EQ,
     GE,
     GT,
-    INTRINSICS,
     LT,
-    NE,
-    Add,
     Allocate,
     AllocateConst,
     And,
     AssertStmt,
-    Buffer,
     BufferStore,
     Call,
     Cast,
     DeclBuffer,
-    Div,
     Evaluate,
-    FloorDiv,
-    FloorMod,
     For,
     IfThenElse,
     IntImm,
     LetStmt,
-    Max,
-    Min,
-    Mod,
-    Mul,
-    Not,
-    Or,
     PrimExpr,
     PrimFunc,
     Select,
     SeqStmt,
-    Stmt,
-    Sub,
     Var,
     call_extern,
     call_kernel,
@@ -84,186 +66,10 @@ from passhost.tir import (
     intrinsic_call,
 )
 
-WARNINGS = ["-std=gnu11", "-Wall", "-Wextra", "-Werror"]
-SANITIZED = ["-O1", *WARNINGS, "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-             "-fno-omit-frame-pointer", "-fopenmp", "-shared", "-fPIC"]
-# -ffp-contract=off: no fused multiply-add, so float results equal NumPy's bit for bit.
-NATIVE = ["-O3", "-march=native", "-fopenmp", "-ffp-contract=off", *WARNINGS, "-shared",
-          "-fPIC"]
-BF16 = ml_dtypes.bfloat16
 RNG = np.random.default_rng(20)
-
-#: Runs the calls of a unit; executed in a subprocess (sanitised builds) or in this process.
-RUNNER = '''
-import ctypes
-import pickle
-import sys
-
-import ml_dtypes  # noqa: F401 - unpickles bfloat16 arrays
-import numpy as np
-
-
-def run_cases(lib, calls):
-    last_error = lib.ph_last_error
-    last_error.restype = ctypes.c_char_p
-    threads = ctypes.c_int32.in_dll(lib, "ph_num_threads")
-    out = {}
-    for key, (symbol, argtypes, args, num_threads) in calls.items():
-        fn = getattr(lib, symbol)
-        fn.restype = ctypes.c_int32
-        fn.argtypes = argtypes
-        threads.value = num_threads
-        status = fn(*[a.ctypes.data if isinstance(a, np.ndarray) else a for a in args])
-        error = last_error()
-        out[key] = (status, args, None if error is None else error.decode())
-    return out
-
-
-if __name__ == "__main__":
-    with open(sys.argv[2], "rb") as f:
-        calls = pickle.load(f)
-    result = run_cases(ctypes.CDLL(sys.argv[1]), calls)
-    with open(sys.argv[3], "wb") as f:
-        pickle.dump(result, f)
-'''
-
-
-def run_sanitized(library: Path, calls: dict[str, Any], directory: Path) -> dict[str, Any]:
-    """Run ``calls`` in a subprocess with ASan preloaded."""
-    (directory / "runner.py").write_text(RUNNER, encoding="utf-8")
-    (directory / "calls.pkl").write_bytes(pickle.dumps(calls))
-    asan = subprocess.run([CC, "-print-file-name=libasan.so"], capture_output=True,
-                          text=True, check=True).stdout.strip()
-    env = {**os.environ, "LD_PRELOAD": asan, "ASAN_OPTIONS": "detect_leaks=0",
-           "UBSAN_OPTIONS": "print_stacktrace=1"}
-    result = subprocess.run([sys.executable, str(directory / "runner.py"), str(library),
-                             str(directory / "calls.pkl"), str(directory / "out.pkl")],
-                            capture_output=True, text=True, env=env, check=False,
-                            timeout=300)
-    if result.returncode != 0:
-        pytest.fail(f"the sanitised run failed ({result.returncode}):\n{result.stderr[-6000:]}")
-    return pickle.loads((directory / "out.pkl").read_bytes())
-
-
-def run_here(library: Path, calls: dict[str, Any]) -> dict[str, Any]:
-    """Run ``calls`` in this process."""
-    namespace: dict[str, Any] = {"__name__": "runner"}
-    exec(RUNNER, namespace)
-    return namespace["run_cases"](ctypes.CDLL(str(library)), calls)
-
-
-# -- building PrimFuncs ------------------------------------------------------------------------
-FUNCS: dict[str, PrimFunc] = {}
-CALLS: dict[str, tuple[str, list[Any], int]] = {}
-
-
-def func(params: list[Buffer | Var], body: Stmt) -> PrimFunc:
-    """A PrimFunc over buffers (by their data pointers) and scalar Vars."""
-    return PrimFunc([p.data if isinstance(p, Buffer) else p for p in params],
-                    {p.data: p for p in params if isinstance(p, Buffer)}, body)
-
-
-def case(name: str, fn: PrimFunc, *args: Any, threads: int = 0) -> str:
-    """Add ``fn`` (once) to the unit and a call of it with ``args`` (arrays are passed by
-    pointer); returns the call's key."""
-    FUNCS.setdefault(name, fn)
-    key = f"{name}#{sum(k.startswith(name + '#') for k in CALLS)}"
-    CALLS[key] = (name, list(args), threads)
-    return key
-
-
-def loop(var: Var, extent: int | PrimExpr, body: Stmt, kind: str = "serial") -> For:
-    return For(var, 0, extent, kind, body)
-
-
-def buffers(dtype: str, *specs: tuple[str, tuple[int, ...]]) -> list[Buffer]:
-    return [decl_buffer(shape, dtype, name) for name, shape in specs]
-
-
-def wrap(values: list[int], dtype: str) -> np.ndarray:
-    """Python integers wrapped into ``dtype`` (two's complement)."""
-    info = np.iinfo(dtype)
-    span = int(info.max) - int(info.min) + 1
-    return np.array([(v - int(info.min)) % span + int(info.min) for v in values], dtype)
-
-
-def assert_floats_equal(got: np.ndarray, want: np.ndarray) -> None:
-    """Equal bit for bit (so -0.0 differs from 0.0), any NaN equal to any NaN."""
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    nan = np.isnan(got.astype(np.float64))
-    np.testing.assert_array_equal(nan, np.isnan(want.astype(np.float64)))
-    view = {2: np.uint16, 4: np.uint32, 8: np.uint64}[got.dtype.itemsize]
-    np.testing.assert_array_equal(got[~nan].view(view), want[~nan].view(view))
-
-
-# -- fixtures: the unit of every function below, compiled twice and run ----------------------
-PREAMBLE = """\
-static inline int32_t bump(int32_t *counter)
-{
-    return ++*counter;
-}
-
-static inline void record(float *out, int32_t i, float value)
-{
-    out[i] = value;
-}
-
-static inline int32_t scale_impl(float *out, float *in, float s, int32_t n)
-{
-    for (int32_t i = 0; i < n; ++i)
-        out[i] = in[i] * s;
-    return 0;
-}
-
-#ifdef _OPENMP
-#include <omp.h>
-static inline int32_t thread_id(void)
-{
-    return omp_get_thread_num();
-}
-#else
-static inline int32_t thread_id(void)
-{
-    return 0;
-}
-#endif
-"""
-
-
-def scale_kernel(call: Call, args: Any) -> str:
-    """Prints ``call_kernel("scale", out, in, s, n)`` as a call of ``scale_impl``."""
-    return f"{call.args[0].value}_impl({', '.join(args.texts)})"
-
-
-@pytest.fixture(scope="module")
-def unit() -> CUnit:
-    """The unit of every function of this module."""
-    return print_unit(FUNCS, PREAMBLE, kernel_printer=scale_kernel)
-
-
-@pytest.fixture(scope="module", params=["sanitized", "native"])
-def run(request: pytest.FixtureRequest, unit: CUnit,
-        tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Call key -> (status, the arguments after the call, last error message), from the
-    unit built with sanitizers (run in a subprocess) or natively (run here)."""
-    if CC is None:
-        pytest.skip("no C compiler (set $CC or install cc)")
-    directory = tmp_path_factory.mktemp(request.param)
-    calls = {}
-    for key, (name, args, threads) in CALLS.items():
-        cfunc = unit.functions[name]
-        calls[key] = (cfunc.symbol, cfunc.argtypes, copy.deepcopy(args), threads)
-    if request.param == "sanitized":
-        return run_sanitized(compile_unit(unit, SANITIZED, directory), calls, directory)
-    return run_here(compile_unit(unit, NATIVE, directory), calls)
-
-
-def outputs(run: dict[str, Any], key: str) -> list[Any]:
-    """The arguments of a call that succeeded, after it."""
-    status, args, error = run[key]
-    assert status == 0, error
-    return args
+CASES = UnitCases()
+case = CASES.case
+unit, run = unit_fixtures(CASES)
 
 
 # -- loops, elementwise work, multi-dimensional buffers ----------------------------------------
@@ -339,318 +145,6 @@ def test_an_else_if_evaluating_something_first_is_an_else_block(unit):
     assert "} else if (i < 6) {" in text
     body = text[text.index("int32_t bounded_loops("):]
     assert "} else {\n" in body and "const int32_t ph_t" in body
-
-
-# -- integer arithmetic: wrapping, the division kinds, min/max, for every integer dtype --------
-_INT_OPS: list[tuple[str, Callable[[PrimExpr, PrimExpr], PrimExpr]]] = [
-    ("add", Add), ("sub", Sub), ("mul", Mul), ("div", Div), ("mod", Mod),
-    ("floordiv", FloorDiv), ("floormod", FloorMod), ("min", Min), ("max", Max),
-    ("div_by_7", lambda a, b: Div(a, 7)), ("mod_by_3", lambda a, b: Mod(a, 3)),
-    ("floordiv_by_4", lambda a, b: FloorDiv(a, 4)), ("floormod_by_4", lambda a, b: FloorMod(a, 4)),
-]
-
-
-def _trunc_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a < 0) == (b < 0) else -q
-
-
-def _int_reference(name: str, a: int, b: int) -> int:
-    """TIR's meaning of an integer operation on Python integers (before wrapping); division
-    and remainder by zero are 0."""
-    if name.endswith("_by_7"):
-        b = 7
-    elif name.endswith("_by_3"):
-        b = 3
-    elif name.endswith("_by_4"):
-        b = 4
-    op = name.split("_by_")[0]
-    if op in ("div", "mod", "floordiv", "floormod") and b == 0:
-        return 0
-    return {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b,
-            "div": lambda: _trunc_div(a, b), "mod": lambda: a - _trunc_div(a, b) * b,
-            "floordiv": lambda: a // b, "floormod": lambda: a % b, "min": lambda: min(a, b),
-            "max": lambda: max(a, b)}[op]()
-
-
-def _int_values(dtype: str) -> tuple[np.ndarray, np.ndarray]:
-    info = np.iinfo(dtype)
-    lo, hi = int(info.min), int(info.max)
-    edge = [lo, lo + 1, -7, -1, 0, 1, 7, hi - 1, hi]
-    edge = [v for v in edge if lo <= v <= hi]
-    pairs = [(x, y) for x in edge for y in edge]
-    pairs += [(int(x), int(y)) for x, y in RNG.integers(lo, hi, (40, 2), dtype, True)]
-    a, b = zip(*pairs)
-    return np.array(a, dtype), np.array(b, dtype)
-
-
-def _int_arith(dtype: str, n: int) -> PrimFunc:
-    a, b = buffers(dtype, ("a", (n,)), ("b", (n,)))
-    (out,) = buffers(dtype, ("out", (len(_INT_OPS), n)))
-    i = Var("i")
-    stores = [BufferStore(out, op(a[i], b[i]), [k, i]) for k, (_, op) in enumerate(_INT_OPS)]
-    return func([a, b, out], loop(i, n, SeqStmt(stores)))
-
-
-INT_ARITH = {}
-for _dtype in INT_DTYPES:
-    _a, _b = _int_values(_dtype)
-    INT_ARITH[_dtype] = (_a, _b, case(f"int_arith_{_dtype}", _int_arith(_dtype, len(_a)), _a, _b,
-                                      np.zeros((len(_INT_OPS), len(_a)), _dtype)))
-
-
-@pytest.mark.parametrize("dtype", INT_DTYPES)
-def test_integer_arithmetic_wraps_and_divides_as_tir_says(run, dtype):
-    a, b, key = INT_ARITH[dtype]
-    (_, _, out) = outputs(run, key)
-    for k, (name, _) in enumerate(_INT_OPS):
-        want = wrap([_int_reference(name, int(x), int(y)) for x, y in zip(a, b)], dtype)
-        np.testing.assert_array_equal(out[k], want, err_msg=f"{name} on {dtype}")
-
-
-def test_integer_operations_match_numpy_where_numpy_has_them():
-    """The Python-integer reference above agrees with NumPy's own floor division,
-    remainder and wrapping arithmetic (away from division by zero)."""
-    a, b = _int_values("int32")
-    ok = b != 0
-    with np.errstate(all="ignore"):
-        for name, numpy_op in (("floordiv", np.floor_divide), ("floormod", np.remainder),
-                               ("mod", np.fmod), ("add", np.add), ("mul", np.multiply)):
-            want = wrap([_int_reference(name, int(x), int(y)) for x, y in zip(a, b)], "int32")
-            np.testing.assert_array_equal(want[ok], numpy_op(a, b)[ok], err_msg=name)
-
-
-def test_constant_divisors_print_as_c_operators(unit):
-    body = unit.source[unit.source.index("int32_t int_arith_int32("):]
-    body = body[:body.index("\n}\n")]
-    assert "a[i] / 7" in body and "a[i] % 3" in body
-    assert "ph_div_i32(a[i], b[i])" in body and "ph_floordiv_i32(a[i], 4)" in body
-    assert "ph_add_i32(a[i], b[i])" in body
-
-
-# -- floating point: IEEE arithmetic, NumPy's floor division and remainder, NaN in min/max ----
-_FLOAT_OPS: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
-    ("add", Add, np.add), ("sub", Sub, np.subtract), ("mul", Mul, np.multiply),
-    ("div", Div, np.divide), ("mod", Mod, np.fmod), ("floordiv", FloorDiv, np.floor_divide),
-    ("floormod", FloorMod, np.remainder), ("min", Min, np.minimum), ("max", Max, np.maximum),
-]
-_SPECIAL = [0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 7.0, -7.0, 1e-3, 3.0, -3.0, 0.1,
-            5.5, 1e30, -1e-30]
-
-
-def _float_values(dtype: str) -> tuple[np.ndarray, np.ndarray]:
-    pairs = [(x, y) for x in _SPECIAL for y in _SPECIAL]
-    pairs += [tuple(v) for v in RNG.normal(0, 10, (60, 2))]
-    a, b = zip(*pairs)
-    with np.errstate(over="ignore"):
-        return np.array(a).astype(dtype), np.array(b).astype(dtype)
-
-
-def _float_arith(dtype: str, n: int) -> PrimFunc:
-    a, b = buffers(dtype, ("a", (n,)), ("b", (n,)))
-    (out,) = buffers(dtype, ("out", (len(_FLOAT_OPS), n)))
-    i = Var("i")
-    stores = [BufferStore(out, op(a[i], b[i]), [k, i]) for k, (_, op, _) in enumerate(_FLOAT_OPS)]
-    return func([a, b, out], loop(i, n, SeqStmt(stores), "vectorized"))
-
-
-FLOAT_ARITH = {}
-for _dtype in ("float16", "float32", "float64"):
-    _a, _b = _float_values(_dtype)
-    FLOAT_ARITH[_dtype] = (_a, _b, case(f"float_arith_{_dtype}", _float_arith(_dtype, len(_a)),
-                                        _a, _b, np.zeros((len(_FLOAT_OPS), len(_a)), _dtype)))
-
-
-@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
-def test_float_arithmetic_equals_numpy_bit_for_bit(run, dtype):
-    a, b, key = FLOAT_ARITH[dtype]
-    (_, _, out) = outputs(run, key)
-    for k, (name, _, numpy_op) in enumerate(_FLOAT_OPS):
-        with np.errstate(all="ignore"):
-            want = numpy_op(a, b)
-        if name in ("min", "max"):  # which of 0.0 and -0.0 NumPy returns varies
-            np.testing.assert_array_equal(out[k], want, err_msg=f"{name} on {dtype}")
-            continue
-        try:
-            assert_floats_equal(out[k], want)
-        except AssertionError as err:
-            raise AssertionError(f"{name} on {dtype}: {err}") from None
-
-
-def test_float_min_max_propagate_nan_both_ways(run):
-    a, b, key = FLOAT_ARITH["float32"]
-    (_, _, out) = outputs(run, key)
-    either = np.isnan(a) | np.isnan(b)
-    assert either.any() and np.isnan(out[7][either]).all() and np.isnan(out[8][either]).all()
-
-
-# -- conversions ---------------------------------------------------------------------------
-ALL_DTYPES = ["bool", *INT_DTYPES, "float16", "bfloat16", "float32", "float64"]
-_FLOAT_SOURCES = ("float16", "bfloat16", "float32", "float64")
-
-
-def _cast_values(src: str) -> np.ndarray:
-    """Values every destination dtype converts with a defined result (floats: in the range
-    of every integer dtype; integers: anything, they wrap)."""
-    if src == "bool":
-        return np.array([True, False, True], bool)
-    if src in _FLOAT_SOURCES:
-        values = [0.0, -0.0, 0.4, 1.0, 2.5, 3.5, 99.9, 126.99, 127.0, 1e-3]
-        return np.array(values).astype(BF16 if src == "bfloat16" else src)
-    info = np.iinfo(src)
-    values = [int(info.min), -1, 0, 1, 100, 255, 2049, 65519, 65520, 16777217, int(info.max)]
-    return np.array([v for v in values if info.min <= v <= info.max], src)
-
-
-def _cast_all(src: str, n: int) -> PrimFunc:
-    (x,) = buffers(src, ("x", (n,)))
-    outs = [decl_buffer((n,), dst, f"to_{dst}") for dst in ALL_DTYPES]
-    i = Var("i")
-    stores = [BufferStore(o, Cast(o.dtype, x[i]), [i]) for o in outs]
-    return func([x, *outs], loop(i, n, SeqStmt(stores)))
-
-
-def _zeros(n: int, dtype: str) -> np.ndarray:
-    return np.zeros(n, BF16 if dtype == "bfloat16" else dtype)
-
-
-CASTS = {}
-for _src in ALL_DTYPES:
-    _x = _cast_values(_src)
-    CASTS[_src] = (_x, case(f"cast_from_{_src}", _cast_all(_src, len(_x)), _x,
-                            *[_zeros(len(_x), d) for d in ALL_DTYPES]))
-
-
-@pytest.mark.parametrize("src", ALL_DTYPES)
-def test_casts_convert_as_numpy_astype(run, src):
-    x, key = CASTS[src]
-    (_, *outs) = outputs(run, key)
-    for dst, got in zip(ALL_DTYPES, outs):
-        with np.errstate(all="ignore"):
-            want = x.astype(BF16 if dst == "bfloat16" else dst)
-        if dst in _FLOAT_SOURCES:
-            assert_floats_equal(got, want)
-        else:
-            np.testing.assert_array_equal(got, want, err_msg=f"{src} -> {dst}")
-
-
-def _saturating() -> PrimFunc:
-    f32, f64 = buffers("float32", ("f32", (10,))) + buffers("float64", ("f64", (10,)))
-    dsts = ["int8", "uint8", "int32", "uint32", "int64", "uint64"]
-    outs = [decl_buffer((2, 10), d, f"to_{d}") for d in dsts]
-    i = Var("i")
-    stores = [BufferStore(o, Cast(o.dtype, src[i]), [k, i])
-              for o in outs for k, src in enumerate((f32, f64))]
-    return func([f32, f64, *outs], loop(i, 10, SeqStmt(stores)))
-
-
-SAT_VALUES = [np.nan, 1e30, -1e30, 300.5, -300.5, 2.5, -2.5, -0.7, 4e9, -4e9]
-SATURATING = case("saturating", _saturating(), np.array(SAT_VALUES, np.float32),
-                  np.array(SAT_VALUES, np.float64),
-                  *[np.zeros((2, 10), d) for d in ("int8", "uint8", "int32", "uint32", "int64",
-                                                   "uint64")])
-
-
-def test_float_to_integer_conversion_saturates_and_maps_nan_to_zero(run):
-    (f32, f64, *outs) = outputs(run, SATURATING)
-    for got in outs:
-        info = np.iinfo(got.dtype)
-        for k, src in enumerate((f32, f64)):
-            want = [0 if math.isnan(v) else min(max(math.trunc(v), int(info.min)), int(info.max))
-                    for v in src.tolist()]
-            np.testing.assert_array_equal(got[k], want, err_msg=f"{src.dtype} -> {got.dtype}")
-
-
-# -- bfloat16 and float16: computed in float, rounded on conversion and (float16) per op -------
-def _narrow_floats() -> PrimFunc:
-    (a,) = buffers("bfloat16", ("a", (12,)))
-    out, copied = buffers("bfloat16", ("out", (12,)), ("copied", (12,)))
-    h, g = buffers("float16", ("h", (12,)), ("g", (12,)))
-    (hout,) = buffers("float16", ("hout", (12,)))
-    i = Var("i")
-    widened = Cast("float32", a[i])
-    return func([a, out, copied, h, g, hout], loop(i, 12, SeqStmt([
-        BufferStore(out, Cast("bfloat16", widened * const(3.0) + const(0.1)), [i]),
-        BufferStore(copied, a[i], [i]),
-        BufferStore(hout, h[i] * g[i] + h[i] / g[i] - const(0.1, "float16"), [i]),
-    ])))
-
-
-BF16_A = np.array([1.0, -2.5, 0.1, 3.14159, 1e-3, 65504, 3e38, -np.inf, np.nan, 1 / 3, 7, 0],
-                  np.float32).astype(BF16)
-F16_H = RNG.normal(0, 100, 12).astype(np.float16)
-F16_G = RNG.normal(0, 3, 12).astype(np.float16)
-NARROW = case("narrow_floats", _narrow_floats(), BF16_A, _zeros(12, "bfloat16"),
-              _zeros(12, "bfloat16"), F16_H, F16_G, np.zeros(12, np.float16))
-
-
-def test_bfloat16_computes_in_float_and_rounds_on_conversion(run):
-    (_, out, copied, *_) = outputs(run, NARROW)
-    with np.errstate(over="ignore"):
-        want = (BF16_A.astype(np.float32) * np.float32(3) + np.float32(0.1)).astype(BF16)
-    assert_floats_equal(out.view(BF16).astype(np.float32), want.astype(np.float32))
-    np.testing.assert_array_equal(copied.view(np.uint16), BF16_A.view(np.uint16))
-
-
-def test_float16_rounds_every_operation_as_numpy_does(run):
-    (*_, hout) = outputs(run, NARROW)
-    with np.errstate(all="ignore"):
-        want = F16_H * F16_G + F16_H / F16_G - np.float16(0.1)
-    assert_floats_equal(hout, want)
-
-
-# -- Select, logic, short-circuit evaluation -----------------------------------------------
-def _selects() -> PrimFunc:
-    (a,) = buffers("float32", ("a", (8,)))
-    out, nested = buffers("float32", ("out", (16,)), ("nested", (16,)))
-    (flags,) = buffers("bool", ("flags", (6, 16)))
-    (counter,) = buffers("int32", ("counter", (1,)))
-    (picked,) = buffers("int32", ("picked", (16,)))
-    i = Var("i")
-    inside = i < 8
-    load = a[Min(i, 7)]
-    bumped = call_extern("bump", counter)
-    return func([a, out, nested, flags, counter, picked], loop(i, 16, SeqStmt([
-        # the load is out of bounds where the condition is false: only one side runs
-        BufferStore(out, Select(inside, a[i], const(-1.0)), [i]),
-        BufferStore(nested, Select(inside, Select(GT(load, 0.0), load, -load),
-                                   Select(EQ(i, 9), const(9.0), Cast("float32", i))), [i]),
-        BufferStore(flags, And(inside, GT(a[i], 0.0)), [0, i]),
-        BufferStore(flags, Or(Not(inside), LT(a[i], 0.0)), [1, i]),
-        BufferStore(flags, Not(And(inside, GE(a[Min(i, 7)], 0.0))), [2, i]),
-        BufferStore(flags, EQ(inside, GT(load, 0.0)), [3, i]),
-        BufferStore(flags, NE(Not(inside), Or(LT(load, -1.0), And(GT(load, 1.0), inside))),
-                    [4, i]),
-        BufferStore(flags, Cast("bool", load), [5, i]),
-        # a side calls a function: both sides run, as TIR says
-        BufferStore(picked, Select(inside, bumped, const(0)), [i]),
-    ])))
-
-
-SELECT_A = np.array([0.5, -1.5, 0.0, 2.0, -0.25, 3.0, -7.0, 1.25], np.float32)
-SELECTS = case("selects", _selects(), SELECT_A, np.zeros(16, np.float32),
-               np.zeros(16, np.float32), np.zeros((6, 16), bool), np.zeros(1, np.int32),
-               np.zeros(16, np.int32))
-
-
-def test_select_and_logic_evaluate_only_the_side_taken(run):
-    (_, out, nested, flags, counter, picked) = outputs(run, SELECTS)
-    i = np.arange(16)
-    inside = i < 8
-    a = np.concatenate([SELECT_A, np.full(8, np.nan, np.float32)])
-    load = SELECT_A[np.minimum(i, 7)]
-    np.testing.assert_array_equal(out, np.where(inside, a, -1))
-    np.testing.assert_array_equal(nested, np.where(inside, np.abs(load),
-                                                   np.where(i == 9, 9.0, i)))
-    with np.errstate(invalid="ignore"):
-        np.testing.assert_array_equal(flags[0], inside & (a > 0))
-        np.testing.assert_array_equal(flags[1], ~inside | (a < 0))
-    np.testing.assert_array_equal(flags[2], ~(inside & (load >= 0)))
-    np.testing.assert_array_equal(flags[3], inside == (load > 0))
-    np.testing.assert_array_equal(flags[4], (~inside) != ((load < -1) | ((load > 1) & inside)))
-    np.testing.assert_array_equal(flags[5], load != 0)
-    assert counter[0] == 16  # called in every iteration, the condition true or not
-    np.testing.assert_array_equal(picked, np.where(inside, i + 1, 0))
 
 
 # -- assertions and allocations: status codes, messages, stack and heap memory -----------------
@@ -831,7 +325,7 @@ SCALAR_VALUES = {"bool": True, "int8": -100, "uint8": 200, "int16": -30000, "uin
                  "uint64": (1 << 64) - 1, "float16": 0.1, "bfloat16": 0.1, "float32": 0.1,
                  "float64": 0.1}
 SCALARS = case("scalars", _scalars(), *SCALAR_VALUES.values(),
-               *[_zeros(1, d) for d in ALL_DTYPES])
+               *[zeros(1, d) for d in ALL_DTYPES])
 
 
 def test_scalar_parameters_of_every_dtype(run, unit):
@@ -886,111 +380,6 @@ def test_the_kernel_printer_gets_the_arguments_as_c():
 
     print_unit({"f.x": _effects()}, kernel_printer=printer)
     assert seen == [("scale", ("scaled", "x", "0.5f", "5"), "f_x")]
-
-
-# -- intrinsics: every one, against the table's NumPy meaning ---------------------------------
-UNARY = [n for n, t in INTRINSICS.items() if t.arity == 1 and not t.returns_bool]
-BINARY = [n for n, t in INTRINSICS.items() if t.arity == 2 and "float32" in t.dtypes]
-INT_BINARY = [n for n, t in INTRINSICS.items() if t.arity == 2 and "float32" not in t.dtypes]
-PREDICATES = [n for n, t in INTRINSICS.items() if t.returns_bool]
-#: Intrinsics C and NumPy both round correctly: their results are equal bit for bit.
-EXACT = {"tir.sqrt", "tir.rsqrt", "tir.floor", "tir.ceil", "tir.trunc", "tir.round",
-         "tir.fabs", "tir.copysign", "tir.fmod"}
-INTRINSIC_X = np.array([0.0, -0.0, 0.5, -0.5, 1.0, 2.5, -2.5, 3.5, 0.999, -0.3, 1.7, 10.0,
-                        -12.25, 100.0, 1e-8, np.inf, -np.inf, np.nan])
-INTRINSIC_Y = np.array([1.0, -1.0, 2.0, 0.5, -3.0, 0.0, 2.0, -2.0, 3.0, 0.7, -0.1, 2.0, 1.5,
-                        -0.5, 4.0, 1.0, 2.0, 1.0])
-
-
-def _intrinsics(dtype: str) -> PrimFunc:
-    n = len(INTRINSIC_X)
-    x, y = buffers(dtype, ("x", (n,)), ("y", (n,)))
-    un, bi = buffers(dtype, ("un", (len(UNARY), n)), ("bi", (len(BINARY), n)))
-    pr = decl_buffer((len(PREDICATES), n), "bool", "pr")
-    i = Var("i")
-    stores = [BufferStore(un, intrinsic_call(name, x[i]), [k, i]) for k, name in enumerate(UNARY)]
-    stores += [BufferStore(bi, intrinsic_call(name, x[i], y[i]), [k, i])
-               for k, name in enumerate(BINARY)]
-    stores += [BufferStore(pr, intrinsic_call(name, x[i]), [k, i])
-               for k, name in enumerate(PREDICATES)]
-    return func([x, y, un, bi, pr], loop(i, n, SeqStmt(stores)))
-
-
-INTRINSIC_CASES = {}
-for _dtype in ("float16", "float32", "float64"):
-    _x, _y = INTRINSIC_X.astype(_dtype), INTRINSIC_Y.astype(_dtype)
-    INTRINSIC_CASES[_dtype] = case(
-        f"intrinsics_{_dtype}", _intrinsics(_dtype), _x, _y,
-        np.zeros((len(UNARY), len(_x)), _dtype), np.zeros((len(BINARY), len(_x)), _dtype),
-        np.zeros((len(PREDICATES), len(_x)), bool))
-_RTOL = {"float16": 1e-3, "float32": 1e-6, "float64": 1e-14}
-
-
-@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
-def test_every_intrinsic_means_what_its_numpy_function_computes(run, dtype):
-    x, y, un, bi, pr = outputs(run, INTRINSIC_CASES[dtype])
-    rows = [(name, row, INTRINSICS[name].numpy(x)) for name, row in zip(UNARY, un)]
-    rows += [(name, row, INTRINSICS[name].numpy(x, y)) for name, row in zip(BINARY, bi)]
-    for name, got, want in rows:
-        if name in EXACT:
-            assert_floats_equal(got, want)
-        else:
-            np.testing.assert_allclose(got, want, rtol=_RTOL[dtype], atol=1e-300,
-                                       err_msg=f"{name} on {dtype}")
-    for name, got in zip(PREDICATES, pr):
-        np.testing.assert_array_equal(got, INTRINSICS[name].numpy(x), err_msg=name)
-
-
-def _int_abs() -> PrimFunc:
-    outs, body = [], []
-    for dtype in ("int8", "uint8", "int32", "int64"):
-        x, out = buffers(dtype, (f"x_{dtype}", (4,)), (f"out_{dtype}", (4,)))
-        i = Var("i")
-        outs += [x, out]
-        body.append(loop(i, 4, BufferStore(out, intrinsic_call("tir.fabs", x[i]), [i])))
-    return func(outs, SeqStmt(body))
-
-
-ABS_INPUTS = [np.array([np.iinfo(d).min, -1 if d[0] == "i" else 1, 0, np.iinfo(d).max], d)
-              for d in ("int8", "uint8", "int32", "int64")]
-INT_ABS = case("int_abs", _int_abs(), *[a for x in ABS_INPUTS for a in (x, np.zeros_like(x))])
-
-
-def test_fabs_of_integers_keeps_the_most_negative(run):
-    got = outputs(run, INT_ABS)
-    for k, x in enumerate(ABS_INPUTS):
-        np.testing.assert_array_equal(got[2 * k + 1], np.abs(x))
-
-
-_BITWISE_DTYPES = ("int8", "uint8", "int32", "uint64")
-
-
-def _int_bitwise() -> PrimFunc:
-    args, body = [], []
-    for dtype in _BITWISE_DTYPES:
-        x, y = buffers(dtype, (f"x_{dtype}", (4,)), (f"y_{dtype}", (4,)))
-        out = decl_buffer((len(INT_BINARY), 4), dtype, f"out_{dtype}")
-        i = Var("i")
-        args += [x, y, out]
-        body.append(loop(i, 4, SeqStmt([BufferStore(out, intrinsic_call(name, x[i], y[i]),
-                                                    [k, i])
-                                        for k, name in enumerate(INT_BINARY)])))
-    return func(args, SeqStmt(body))
-
-
-BITWISE_INPUTS = [(np.array([np.iinfo(d).min, -5 if d[0] == "i" else 5, 6, np.iinfo(d).max], d),
-                   np.array([1, 2, 3, 0], d)) for d in _BITWISE_DTYPES]
-INT_BITWISE = case("int_bitwise", _int_bitwise(),
-                   *[a for x, y in BITWISE_INPUTS
-                     for a in (x, y, np.zeros((len(INT_BINARY), 4), x.dtype))])
-
-
-def test_bitwise_intrinsics_of_integers_are_numpys(run):
-    got = outputs(run, INT_BITWISE)
-    for k, (x, y) in enumerate(BITWISE_INPUTS):
-        for row, name in enumerate(INT_BINARY):
-            np.testing.assert_array_equal(got[3 * k + 2][row], INTRINSICS[name].numpy(x, y),
-                                          err_msg=f"{name} on {x.dtype}")
 
 
 # -- names: anything TIR allows becomes a valid, distinct C identifier ------------------------
@@ -1096,232 +485,9 @@ def test_parallel_loops_use_the_threads_asked_for(run):
     assert set(outputs(run, THREADS_2)[0].tolist()) == {0, 1}
 
 
-# -- what cannot be printed: clear errors ----------------------------------------------------
-def _store(value: PrimExpr, dtype: str = "float32") -> PrimFunc:
-    (out,) = buffers(dtype, ("out", (1,)))
-    return func([out], BufferStore(out, value, [0]))
-
-
-@pytest.mark.parametrize(("build", "message"), [
-    (lambda: _store(Call("float32", "tir.mystery", [const(1.0)])),
-     r"PrimFunc 'f': unknown intrinsic 'tir\.mystery'"),
-    (lambda: _store(Call("float32", "tir.exp", [const(1)])),
-     r"tir\.exp: arguments of dtype int32 are not allowed"),
-    (lambda: _store(Call("float32", "tir.pow", [const(1.0)])), r"tir\.pow takes 2 argument"),
-    (lambda: _store(Var("ghost", "float32")), r"variable %ghost is used where nothing"),
-    (lambda: _store(Cast("int64", Var("p", "handle")), "int64"),
-     r"cannot convert a handle to a int64"),
-    (lambda: _store(call_extern("not a name", dtype="float32")),
-     r"call_extern of 'not a name': not a C identifier"),
-    (lambda: _store(call_extern("ph_secret", dtype="float32")), r"belong to the printer"),
-    (lambda: func([], For(Var("u", "uint8"), IntImm("uint8", 1), IntImm("uint8", 255),
-                          "serial", Evaluate(0))),
-     r"loop %u runs to 255, the largest uint8; .*wider loop variable"),
-])
-def test_what_cannot_be_printed_is_a_ccodegen_error(build, message):
-    fn = build()
-    with pytest.raises(CCodegenError, match=message):
-        print_unit({"f": fn})
-
-
-def test_constant_data_cannot_be_stored_into():
-    c = decl_buffer((2,), "float32", "c")
-    body = AllocateConst(c.data, "float32", (2,), np.zeros(2, np.float32),
-                         BufferStore(c, const(1.0), [0]))
-    with pytest.raises(CCodegenError, match=r"buffer c is constant data"):
-        print_unit({"f": func([], body)})
-
-
-def test_a_buffer_over_an_undefined_pointer_is_an_error():
-    (out,) = buffers("float32", ("out", (1,)))
-    stray = decl_buffer((1,), "float32", "stray")
-    with pytest.raises(CCodegenError, match=r"buffer stray points at %stray_data, which no"):
-        print_unit({"f": func([out], BufferStore(out, stray[0], [0]))})
-
-
-def test_unit_level_mistakes_are_errors():
-    with pytest.raises(CCodegenError, match=r"prefix must be a C identifier"):
-        CPrinter(prefix="my-unit")
-    printer = CPrinter()
-    printer.print_function(_store(const(1.0)), "free")  # a reserved name: renamed
-    assert printer.functions["free"].symbol == "free_1"
-    with pytest.raises(CCodegenError, match=r"'free' is already in the unit"):
-        printer.print_function(_store(const(2.0)), "free")
-    with pytest.raises(CCodegenError, match=r"call_extern of 'free_1', which the unit"):
-        printer.print_function(_store(call_extern("free_1", dtype="float32")), "g")
-    with pytest.raises(CCodegenError, match=r"prints PrimFuncs, found"):
-        printer.print_function("not a function", "h")  # type: ignore[arg-type]
-
-
-def test_intrinsic_call_checks_arity_and_dtypes():
-    x = Var("x", "float32")
-    assert intrinsic_call("tir.isnan", x).dtype == "bool"
-    assert intrinsic_call("tir.pow", x, 2.0).args[1].dtype == "float32"
-    assert intrinsic_call("tir.fabs", Var("i", "int8")).dtype == "int8"
-    with pytest.raises(IRTypeError, match=r"tir\.exp takes 1 argument\(s\), found 2"):
-        intrinsic_call("tir.exp", x, x)
-    with pytest.raises(IRTypeError, match=r"tir\.sqrt: arguments of dtype int32"):
-        intrinsic_call("tir.sqrt", Var("i"))
-    with pytest.raises(IRTypeError, match=r"argument 1 is float64, argument 0 is float32"):
-        intrinsic_call("tir.atan2", x, Var("y", "float64"))
-    with pytest.raises(UnknownNameError, match=r"unknown intrinsic 'tir\.expp'.*'tir\.exp'"):
-        intrinsic_call("tir.expp", x)
-
-
+# -- the same functions print the same unit ------------------------------------------------
 def test_printing_is_deterministic():
-    funcs = {name: fn for name, fn in FUNCS.items() if name != "deep"}  # deep is slow
+    funcs = {name: fn for name, fn in CASES.funcs.items() if name != "deep"}  # deep is slow
     first = print_unit(funcs, PREAMBLE, kernel_printer=scale_kernel)
     second = print_unit(funcs, PREAMBLE, kernel_printer=scale_kernel)
     assert first.source == second.source and first.functions == second.functions
-
-
-# -- random expression trees, against an evaluator written with NumPy -------------------------
-TREE_N = 16
-_TREE_INPUTS = {
-    "a": np.array([0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 7.0, -7.0, 1e-3, 3.0, -3.0,
-                   0.1, 5.5, 1e30, -4.75], np.float32),
-    "b": np.array([1.0, -0.5, 0.0, 2.0, 3.0, -np.inf, 2.5, -7.0, 0.1, np.nan, -3.0, 1e-30,
-                   4.0, -0.0, 6.0, 8.0], np.float32),
-    "p": np.array([0, -1, 1, 7, -7, 2**31 - 1, -2**31, 100, -100, 3, -3, 65536, 12, -12, 5, 9],
-                  np.int32),
-    "q": np.array([3, 0, -1, -2**31, 2, -1, -1, 7, 13, -4, 4, 0, 5, -5, 2**31 - 1, 1], np.int32),
-    "r": np.array([-128, 127, 0, -1, 1, 50, -50, 100, -100, 3, -3, 64, -64, 7, 8, 9], np.int8),
-}
-_TREE_BUFFERS = {name: decl_buffer((TREE_N,), str(v.dtype), name)
-                 for name, v in _TREE_INPUTS.items()}
-_TREE_LOOP = Var("i")
-_ARITH = (Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max)
-_EXACT_UNARY = ("tir.sqrt", "tir.floor", "tir.ceil", "tir.trunc", "tir.round", "tir.fabs")
-_CMP_OPS = (LT, GE, EQ, NE)
-
-
-def _draw_tree(data: st.DataObject, dtype: str, depth: int,
-               pool: dict[str, list[PrimExpr]]) -> PrimExpr:
-    """A random expression of ``dtype`` over the tree buffers at index ``i``; it may reuse
-    subexpressions drawn before (``pool``), so the trees share nodes."""
-    buf = {"float32": ("a", "b"), "int32": ("p", "q"), "int8": ("r",)}
-    if dtype != "bool" and (depth == 0 or data.draw(st.integers(0, 3)) == 0):
-        kind = data.draw(st.sampled_from(["load", "load", "const", "loop", "reuse"]))
-        if kind == "reuse" and pool[dtype]:
-            return data.draw(st.sampled_from(pool[dtype]))
-        if kind == "load":
-            return _TREE_BUFFERS[data.draw(st.sampled_from(buf[dtype]))][_TREE_LOOP]
-        if kind == "loop" and dtype == "int32":
-            return _TREE_LOOP
-        if dtype == "float32":
-            return const(data.draw(st.sampled_from([0.0, -0.0, 0.5, -1.0, 3.0, np.inf, np.nan])))
-        info = np.iinfo(dtype)
-        return const(data.draw(st.sampled_from([0, 1, -1, 3, int(info.min), int(info.max)])),
-                     dtype)
-    tree = _draw_node(data, dtype, depth, pool)
-    pool[dtype].append(tree)
-    return tree
-
-
-def _draw_node(data: st.DataObject, dtype: str, depth: int,
-               pool: dict[str, list[PrimExpr]]) -> PrimExpr:
-    sub = max(depth - 1, 0)
-
-    def draw(of: str) -> PrimExpr:
-        return _draw_tree(data, of, sub, pool)
-
-    if dtype == "bool":
-        kind = "cmp" if depth == 0 else data.draw(st.sampled_from(["cmp", "cmp", "and", "or",
-                                                                   "not"]))
-        if kind == "cmp":
-            of = data.draw(st.sampled_from(["float32", "int32"]))
-            return data.draw(st.sampled_from(_CMP_OPS))(draw(of), draw(of))
-        if kind == "not":
-            return Not(draw("bool"))
-        return (And if kind == "and" else Or)(draw("bool"), draw("bool"))
-    kind = data.draw(st.sampled_from(["arith", "arith", "arith", "select", "cast", "call"]))
-    if kind == "arith":
-        return data.draw(st.sampled_from(_ARITH))(draw(dtype), draw(dtype))
-    if kind == "select":
-        return Select(draw("bool"), draw(dtype), draw(dtype))
-    if kind == "cast":
-        return Cast(dtype, draw(data.draw(st.sampled_from(
-            [d for d in ("float32", "int32", "int8") if d != dtype]))))
-    if dtype == "float32":
-        # (not copysign: the sign of a NaN from an invalid operation is not specified)
-        name = data.draw(st.sampled_from([*_EXACT_UNARY, "tir.fmod"]))
-        return intrinsic_call(name, *[draw(dtype) for _ in range(INTRINSICS[name].arity)])
-    return intrinsic_call("tir.fabs", draw(dtype))
-
-
-def _evaluate(e: Any) -> np.ndarray:
-    """``e`` at every index, computed with NumPy as TIR and the printer's documentation say."""
-    if isinstance(e, Var):
-        return np.arange(TREE_N, dtype=np.int32)
-    if isinstance(e, PrimExpr) and type(e).__name__ in ("IntImm", "FloatImm"):
-        return np.full(TREE_N, e.value, e.dtype)
-    if type(e).__name__ == "BufferLoad":
-        return _TREE_INPUTS[e.buffer.name]
-    with np.errstate(all="ignore"):
-        if isinstance(e, Cast):
-            x = _evaluate(e.value)
-            if e.dtype in INT_DTYPES and x.dtype.kind == "f":  # saturating, NaN to 0
-                info = np.iinfo(e.dtype)
-                x = np.clip(np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0),
-                            int(info.min), int(info.max))
-            return x.astype(e.dtype)
-        if isinstance(e, Select):
-            return np.where(_evaluate(e.condition), _evaluate(e.true_value),
-                            _evaluate(e.false_value))
-        if isinstance(e, Not):
-            return ~_evaluate(e.a)
-        if isinstance(e, Call):
-            return INTRINSICS[e.op].numpy(*[_evaluate(a) for a in e.args])
-        a, b = _evaluate(e.a), _evaluate(e.b)
-        cls = type(e)
-        if cls in (Min, Max):  # NaN when either is; b when they are equal
-            first = (a < b) if cls is Min else (a > b)
-            return np.where(first | (np.isnan(a) if a.dtype.kind == "f" else False), a, b)
-        numpy_ops = {Add: np.add, Sub: np.subtract, Mul: np.multiply, LT: np.less,
-                     GE: np.greater_equal, EQ: np.equal, NE: np.not_equal, And: np.logical_and,
-                     Or: np.logical_or}
-        if cls in numpy_ops:
-            return numpy_ops[cls](a, b)
-        if a.dtype.kind == "f":
-            return {Div: np.divide, Mod: np.fmod, FloorDiv: np.floor_divide,
-                    FloorMod: np.remainder}[cls](a, b)
-        name = {Div: "div", Mod: "mod", FloorDiv: "floordiv", FloorMod: "floormod"}[cls]
-        return wrap([_int_reference(name, int(x), int(y)) for x, y in zip(a, b)],
-                    str(a.dtype))
-
-
-@needs_cc
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.data())
-def test_random_expression_trees_compute_what_numpy_computes(tmp_path_factory, data):
-    funcs, calls, want, trees = {}, {}, {}, {}
-    pool: dict[str, list[PrimExpr]] = {"float32": [], "int32": [], "int8": [], "bool": []}
-    for k in range(8):
-        dtype = data.draw(st.sampled_from(["float32", "int32", "int8", "bool"]))
-        tree = _draw_tree(data, dtype, 4, pool)
-        kind = data.draw(st.sampled_from(["serial", "vectorized", "parallel"]))
-        out = decl_buffer((TREE_N,), dtype, "out")
-        funcs[f"tree{k}"] = func([*_TREE_BUFFERS.values(), out],
-                                 For(_TREE_LOOP, 0, TREE_N, kind,
-                                     BufferStore(out, tree, [_TREE_LOOP])))
-        want[f"tree{k}"] = _evaluate(tree).astype(dtype)
-        trees[f"tree{k}"] = str(tree)
-    # With a tiny spill depth, most subexpressions go into temporaries, in conditional sides
-    # too: the same trees test that.
-    with mock.patch.object(c_expr, "SPILL_DEPTH", data.draw(st.sampled_from([1, 3, 48]))):
-        u = print_unit(funcs)
-    for name in funcs:
-        args = [*copy.deepcopy(list(_TREE_INPUTS.values())), np.zeros(TREE_N, want[name].dtype)]
-        calls[name] = (u.functions[name].symbol, u.functions[name].argtypes, args, 0)
-    directory = tmp_path_factory.mktemp("trees")
-    got = run_sanitized(compile_unit(u, SANITIZED, directory), calls, directory)
-    for name in funcs:
-        status, args, _ = got[name]
-        assert status == 0
-        try:
-            if want[name].dtype.kind == "f":
-                assert_floats_equal(args[-1], want[name])
-            else:
-                np.testing.assert_array_equal(args[-1], want[name])
-        except AssertionError as err:
-            raise AssertionError(f"out[i] = {trees[name]}\n{err}") from None
