@@ -206,6 +206,25 @@ def test_depthwise_conv2d(case, threads):
     assert_same(got, expected, atol=1e-5)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("k", [3, 5])
+@pytest.mark.parametrize("pads", ["even", "tf-same"])
+@pytest.mark.parametrize("w", [24, 27, 28, 31, 33, 56, 57])
+def test_stride_2_depthwise_rows_of_every_tail(threads, k, pads, w):
+    """Stride-2 depthwise layers whose output rows are 12 or more wide split each input row
+    into its even and odd columns; a row's last columns (none, or fewer than two vectors'
+    worth: 24-57 columns) are read whole except at the plane's end and stored with the lanes
+    past the data zero. Symmetric padding (PyTorch's) and TensorFlow's "same" (less at the
+    top and left), two images."""
+    before, after = (k // 2 if pads == "even" else k // 2 - 1), k // 2
+    c, h = 5, 26
+    data, weight = _data((2, c, h, w)), _weight(c, 1, k, k, "OIHW")
+    attrs = {"groups": c, "strides": (2, 2), "padding": (before, before, after, after)}
+    got, expected, source = run_op("nn.conv2d", attrs, [data, weight], num_threads=threads)
+    assert "native_kernels.depthwise_conv2d_nchw" in source
+    assert_same(got, expected, atol=1e-5)
+
+
 @st.composite
 def max_pool_case(draw):
     """A max pool in either layout; NHWC channels on both sides of a vector (16)."""
