@@ -7,6 +7,10 @@ of output channels); grouped NHWC convolutions still take the NumPy kernels."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from cpu_helpers import assert_same, run_op, uses_fast_kernel, uses_native_kernel
 from hypothesis import given
@@ -21,6 +25,8 @@ from test_cpu_native_kernels import (
     _weight,
     window_attrs,
 )
+
+from passhost_cpu_target.native.build import EXTRA_FLAGS_VAR, find_compiler
 
 
 @st.composite
@@ -100,3 +106,45 @@ def test_nhwc_conv_applies_its_epilogue_on_every_path(path, extras, activation, 
                                    activation)
     assert _body(source).count("\n    ") == 1 and "_conv2d_nhwc(" in source
     assert_same([got], [expected], atol=2e-4 if c * k * k > 100 else 1e-5)
+
+
+AVX2_SCRIPT = """
+import warnings
+
+import numpy as np
+
+import passhost
+from passhost import relay
+from passhost.relay.interpreter import evaluate
+from passhost.transform import PassContext
+
+warnings.simplefilter("error")  # a library that fails to build is an error
+rng = np.random.default_rng(3)
+x = relay.var("x", shape=(1, 40, 40, 3), dtype="float32")
+w = relay.var("w", shape=(7, 7, 3, 24), dtype="float32")
+y = relay.nn.conv2d(x, w, strides=(2, 2), padding=(3, 3, 3, 3), data_layout="NHWC",
+                    kernel_layout="HWIO")
+mod = relay.IRModule.from_expr(relay.Function([x, w], y))
+data = rng.uniform(-1, 1, (1, 40, 40, 3)).astype("float32")
+weight = rng.uniform(-1, 1, (7, 7, 3, 24)).astype("float32")
+with PassContext(opt_level=3):
+    compiled = passhost.build(mod, "cpu -num-threads=2", {"w": weight})
+assert "_conv2d_nhwc(" in compiled.get_source()
+np.testing.assert_allclose(compiled.executor()(x=data)[0], evaluate(mod, x=data, w=weight),
+                           rtol=1e-4, atol=1e-4)
+print("ok")
+"""
+
+
+def test_packed_tiles_fit_the_vector_of_an_avx2_build(tmp_path):
+    """Built without AVX-512 (8 lanes), a strided 7x7 layer's output rows of 20 go in packed
+    tiles of at most 8 positions, not transposed_rows' 10: the tile's columns hold a vector
+    of positions (with 10, two of each tile's were read past them, wrong numbers)."""
+    compiler = find_compiler()
+    if compiler is None:
+        pytest.skip("no C compiler")
+    env = {**os.environ, "PASSHOST_CACHE_DIR": str(tmp_path / "cache"),
+           EXTRA_FLAGS_VAR: "-mno-avx512f"}
+    result = subprocess.run([sys.executable, "-c", AVX2_SCRIPT], capture_output=True,
+                            text=True, env=env, check=False, timeout=600)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-4000:]

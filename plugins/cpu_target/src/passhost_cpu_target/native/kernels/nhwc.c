@@ -43,6 +43,16 @@ static int nhwc_padded(const conv_geom *cv) {
          (cv->ow - 1) * cv->sw + (cv->kw - 1) * cv->dw >= cv->w;
 }
 
+/* Positions per packed tile of an output row of ow: transposed_rows', but a packed tile
+ * holds at most a vector of them (nhwc_pack), fewer than TP_MAX with AVX2's 8 lanes: then
+ * the fewest tiles of at most VW, as even as they come. (With TP_MAX, positions past the
+ * vector were read past the packed columns: ResNet-18 in NHWC gave wrong numbers.) */
+static i64 packed_rows(i64 ow) {
+  if (transposed_rows(ow) <= VW) return transposed_rows(ow);
+  const i64 tiles = (ow + VW - 1) / VW;
+  return (ow + tiles - 1) / tiles;
+}
+
 static nhwc_geom nhwc_geometry(const i64 *g) {
   nhwc_geom ng = {.cv = conv_geometry(g)};
   const conv_geom *cv = &ng.cv;
@@ -53,7 +63,7 @@ static nhwc_geom nhwc_geometry(const i64 *g) {
     ng.wp = max64(cv->w + cv->pl, (cv->ow - 1) * cv->sw + (cv->kw - 1) * cv->dw + 1);
   }
   const int flat = direct_conv(cv);
-  ng.tp = flat ? DIRECT_POSITIONS : transposed_rows(cv->ow);
+  ng.tp = flat ? DIRECT_POSITIONS : packed_rows(cv->ow);
   ng.row_tiles = flat ? 0 : (cv->ow + ng.tp - 1) / ng.tp;
   ng.tiles = flat ? (cv->p + ng.tp - 1) / ng.tp : cv->oh * ng.row_tiles;
   ng.panels = (cv->o + TO - 1) / TO;
