@@ -209,6 +209,7 @@ def test_plugins_json_has_the_spec_schema(tools_host, capsys):
                                      "dump-ir", "print-after-change", "validate-numerics",
                                      "trace-events", "reproducer", "execution-limit"],
                      "config_options": ["testing.immutable_module", "relay.FuseOps.max_depth",
+                                        "relay.FuseOps.chain_depthwise",
                                         "debug.max_pass_executions", "debug.reproducer_dir",
                                         "debug.trace_events"],
                      "pipelines": ["optimize"], "pattern_tables": ["example"],
@@ -292,6 +293,8 @@ def test_config_list(tools_host, capsys):
          "when a pass raises, write a reproducer into this directory"],
         ["debug.trace_events", "str", "-", "builtin",
          "write the context's pass events to this JSON Lines file"],
+        ["relay.FuseOps.chain_depthwise", "bool", "true", "builtin",
+         "FuseOps groups a depthwise convolution with the 1x1 one giving its data"],
         ["relay.FuseOps.max_depth", "int", "256", "builtin",
          "the most operators FuseOps puts in one Primitive function"],
         ["testing.immutable_module", "bool", "false", "builtin",
@@ -299,7 +302,7 @@ def test_config_list(tools_host, capsys):
         ["tools.level", "int", "3", "tools", "how hard to try"],
     ]
     doc = json.loads(run(capsys, "config", "list", "--json")[1])
-    assert doc["config_options"][5] == {
+    assert doc["config_options"][6] == {
         "name": "tools.level", "type": "int", "default": 3, "summary": "how hard to try",
         "provider": "tools", "distribution": "passhost-tools", "conflict": False}
 

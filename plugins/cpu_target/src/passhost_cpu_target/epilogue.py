@@ -32,7 +32,7 @@ from passhost.runtime import KernelCall
 from passhost.tir import Buffer
 from passhost_cpu_target.selection import call_buffers
 
-__all__ = ["ACTIVATIONS", "CLAMPS", "ChannelAxes", "Epilogue", "match_epilogue"]
+__all__ = ["ACTIVATIONS", "CLAMPS", "ChannelAxes", "Epilogue", "match_epilogue", "same_buffer"]
 
 #: The calls that clamp the output.
 CLAMPS = ("nn.relu", "clip")
@@ -56,21 +56,21 @@ class Epilogue:
     gate: Buffer | None = None
 
 
-def _same(a: Buffer, b: Buffer) -> bool:
+def same_buffer(a: Buffer, b: Buffer) -> bool:
     """Whether two buffers are the same array (same pointer, shape and dtype)."""
     return a is b or (a.data is b.data and a.shape == b.shape and a.dtype == b.dtype)
 
 
 def _other_operand(call: KernelCall, out: Buffer) -> Buffer | None:
     """For a binary call writing ``out`` in place, the operand that is not ``out``."""
-    if len(call.outputs) != 1 or not _same(call.outputs[0], out) or len(call.inputs) != 2:
+    if len(call.outputs) != 1 or not same_buffer(call.outputs[0], out) or len(call.inputs) != 2:
         return None
     a, b = call.inputs
     if not (isinstance(a, Buffer) and isinstance(b, Buffer)):
         return None
-    if _same(a, out) and not _same(b, out):
+    if same_buffer(a, out) and not same_buffer(b, out):
         return b
-    if _same(b, out) and not _same(a, out):
+    if same_buffer(b, out) and not same_buffer(a, out):
         return a
     return None
 
@@ -78,8 +78,8 @@ def _other_operand(call: KernelCall, out: Buffer) -> Buffer | None:
 def _in_place(call: KernelCall, out: Buffer) -> bool:
     """Whether ``call`` maps ``out`` to itself (one input, one output, both ``out``)."""
     return (len(call.inputs) == 1 and len(call.outputs) == 1
-            and isinstance(call.inputs[0], Buffer) and _same(call.inputs[0], out)
-            and _same(call.outputs[0], out))
+            and isinstance(call.inputs[0], Buffer) and same_buffer(call.inputs[0], out)
+            and same_buffer(call.outputs[0], out))
 
 
 #: The axes of a producer's output that hold its channels: one axis, or the two of a
@@ -103,7 +103,7 @@ def _bias_add_operand(call: KernelCall, out: Buffer, axis: ChannelAxes) -> Buffe
     data, bias = call.inputs
     if not (isinstance(data, Buffer) and isinstance(bias, Buffer)) or len(call.outputs) != 1:
         return None
-    if not (_same(call.outputs[0], out) and _same(data, out)) or _same(bias, out):
+    if not (same_buffer(call.outputs[0], out) and same_buffer(data, out)) or same_buffer(bias, out):
         return None
     if not isinstance(axis, int) or call.attrs.axis % out.ndim != axis \
             or bias.shape != (out.shape[axis],):

@@ -31,7 +31,8 @@ from passhost_cpu_target.native.library import NativeLibrary, address
 __all__ = ["ACTIVATION_CODES", "CONV2D_WEIGHT_LAYOUTS", "MATMUL_PACKED", "NativeKernel",
            "bound_arguments", "conv2d_nchw", "conv2d_nchwc", "conv2d_nhwc", "dense",
            "depthwise_conv2d_nchw", "depthwise_conv2d_nhwc", "kernel_failure", "matmul",
-           "max_pool2d_nchw", "max_pool2d_nhwc", "prepared_conv2d_weights"]
+           "max_pool2d_nchw", "max_pool2d_nhwc", "pointwise_depthwise",
+           "prepared_conv2d_weights"]
 
 #: The index of the "b is packed" flag in a matmul geometry (see ``ph_matmul``).
 MATMUL_PACKED = 10
@@ -161,6 +162,40 @@ conv2d_nhwc = NativeKernel("conv2d_nhwc", "conv2d_nhwc", _conv2d("NHWC"))
 #: channel-blocked output, with an epilogue; ``cols`` is None (the kernel needs no scratch),
 #: ``wbuf`` None or a scratch for OIHW weights.
 conv2d_nchwc = NativeKernel("conv2d_nchwc", "conv2d_nchwc", _conv2d("NCHWc"))
+
+
+def _pointwise_depthwise_arguments(
+        mid: np.ndarray, data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None,
+        dweight: np.ndarray, dbias: np.ndarray | None, residual: np.ndarray | None,
+        out: np.ndarray, geometry: np.ndarray, bounds: np.ndarray, dbounds: np.ndarray, *,
+        bindable: bool = False) -> Arguments | None:
+    """The arguments of ``ph_pointwise_depthwise``: the pointwise weights (OIHW, 1x1)
+    prepared once per read-only array, the depthwise ones as they are ([C][1][KH][KW])."""
+    if bindable and weight.flags.writeable:
+        return None
+
+    def prepare() -> np.ndarray:
+        lib = _loaded()
+        prepared = aligned_full(lib.pointwise_depthwise_prepared(address(geometry)), None,
+                                "float32")
+        status = lib.pointwise_depthwise_prepare(address(np.ascontiguousarray(weight)),
+                                                 address(prepared), address(geometry))
+        if status:
+            raise kernel_failure("pointwise_depthwise_prepare", status)
+        return prepared
+
+    key = np.concatenate([geometry, np.frombuffer(b"pointwise_depthwise", np.uint8)])
+    prepared = _prepared_once(weight, key, prepare)
+    return [data, prepared, bias, dweight, dbias, residual, out, geometry, bounds, dbounds]
+
+
+#: A pointwise (1x1) convolution and the depthwise one of its result, NCHW, in one kernel
+#: (FuseOps chains them): ``mid`` is the pointwise output, which the kernel leaves alone
+#: (the middle tensor stays in its own buffers), ``bias`` and ``bounds`` the pointwise
+#: epilogue, ``dbias``, ``residual`` and ``dbounds`` the depthwise one's, ``out`` the
+#: depthwise output.
+pointwise_depthwise = NativeKernel("pointwise_depthwise", "pointwise_depthwise",
+                                   _pointwise_depthwise_arguments)
 
 
 def _depthwise_weights(weight: np.ndarray, wbuf: np.ndarray | None, kernel_layout: str,

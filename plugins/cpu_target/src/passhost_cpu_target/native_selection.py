@@ -24,7 +24,7 @@ from passhost.relay.op import Conv2DAttrs, channel_block
 from passhost.runtime import KernelCall
 from passhost.tir import Buffer
 from passhost_cpu_target import native, native_kernels
-from passhost_cpu_target.epilogue import Epilogue, match_epilogue
+from passhost_cpu_target.epilogue import Epilogue, match_epilogue, same_buffer
 from passhost_cpu_target.selection import (
     Constant,
     KernelPlan,
@@ -101,6 +101,49 @@ def _blocked_conv2d(call: KernelCall, following: Sequence[KernelCall],
                        bounds), {"kernel_layout": kl}, operands, epilogue.calls)
 
 
+def _pointwise(call: KernelCall) -> bool:
+    """Whether ``call`` is a 1x1, stride-1, unpadded, undilated, ungrouped NCHW float32
+    convolution (OIHW weights) keeping the plane's size."""
+    attrs = cast(Conv2DAttrs, call.attrs)
+    data, weight = cast(tuple[Buffer, Buffer], call.inputs)
+    return (_float32(call) and attrs.data_layout == "NCHW" and attrs.kernel_layout == "OIHW"
+            and attrs.out_layout in ("", "NCHW") and attrs.groups == 1
+            and tuple(weight.shape[2:]) == (1, 1) and tuple(attrs.strides) == (1, 1)
+            and tuple(attrs.dilation) == (1, 1) and not any(attrs.padding)
+            and tuple(call.outputs[0].shape[2:]) == tuple(data.shape[2:]))
+
+
+def _pointwise_depthwise(call: KernelCall, following: Sequence[KernelCall],
+                         num_threads: int) -> KernelPlan | None:
+    """A pointwise convolution, its epilogue (bias, clamp, activation), then the depthwise
+    convolution of its result with that one's epilogue, as one kernel
+    (``ph_pointwise_depthwise``; FuseOps puts them in one group), or None."""
+    if not _pointwise(call):
+        return None
+    mid = call.outputs[0]
+    first = match_epilogue(mid, following, 1, residual=False)
+    rest = following[first.calls:]
+    if not rest or rest[0].name != "nn.conv2d":
+        return None
+    dw = rest[0]
+    attrs, out = cast(Conv2DAttrs, dw.attrs), dw.outputs[0]
+    data, weight = cast(tuple[Buffer, Buffer], dw.inputs)
+    n, c, h, w = mid.shape
+    if not (_float32(dw) and same_buffer(data, mid) and attrs.data_layout == "NCHW"
+            and attrs.kernel_layout == "OIHW" and attrs.out_layout in ("", "NCHW")
+            and attrs.groups == c == out.shape[1] and weight.shape[1] == 1):
+        return None
+    second = match_epilogue(out, rest[1:], 1)
+    window = (h, w, *out.shape[2:], *weight.shape[2:], *attrs.strides, *attrs.dilation,
+              *attrs.padding[:2])
+    cin = cast(Buffer, call.inputs[0]).shape[1]
+    geometry = _constant((*window, n, c, num_threads, cin), "int64")
+    return KernelPlan(native_kernels.pointwise_depthwise,
+                      (geometry, _bounds(first), _bounds(second)), {},
+                      (first.bias, weight, second.bias, second.residual, out),
+                      first.calls + 1 + second.calls)
+
+
 def _conv2d(call: KernelCall, following: Sequence[KernelCall],
             num_threads: int) -> KernelPlan | None:
     attrs = call.attrs
@@ -111,6 +154,9 @@ def _conv2d(call: KernelCall, following: Sequence[KernelCall],
         return _blocked_conv2d(call, following, num_threads)
     if not _float32(call):
         return None
+    chained = _pointwise_depthwise(call, following, num_threads)
+    if chained is not None:
+        return chained
     o, kh, kw = (weight.shape[kl.index(d)] for d in "OHW")
     if layout == "NCHW":
         n, c, h, w = data.shape

@@ -22,6 +22,15 @@ producer P of an operand when
   gives one value per channel) starts a group of its own,
 - the group keeps at most ``max_depth`` operator calls.
 
+One more rule chains two anchors (config option ``relay.FuseOps.chain_depthwise``, on by
+default): a depthwise convolution (``nn.conv2d`` of NCHW data with as many groups as
+channels, OIHW weights) absorbs the group of a pointwise one (1x1, stride 1, unpadded,
+undilated, ungrouped, NCHW and OIHW) producing its data, epilogue included, when it is
+that group's only user. MobileNetV2's and EfficientNet-B0's blocks widen their data with
+the one and filter it with the other; in one group, a target can compute them together so
+that the wide tensor between them never goes to memory (the cpu target's chained kernel),
+and any other runs the two calls in order.
+
 Producers are tried in operand order and each is absorbed if the group built so far, with
 it, still keeps these rules (so ``add(conv_a, conv_b)`` takes one convolution, not both).
 A lone call cheap to compute again (injective, or a ``cast``) used several times joins the
@@ -47,15 +56,16 @@ inside the group; other constants become parameters, so weights stay in the call
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from passhost.errors import OptionError
 from passhost.ir import traversal
 from passhost.ir.expr import BaseExpr, GlobalVar
 from passhost.ir.module import IRModule
 from passhost.ir.types import TensorType
-from passhost.plugins.options import INT, OptionSpec
+from passhost.plugins.options import BOOL, INT, OptionSpec
 from passhost.relay.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
+from passhost.relay.op.nn import Conv2DAttrs
 from passhost.relay.op.registry import OpPattern
 from passhost.relay.transform.common import optimisable
 from passhost.relay.transform.function_pass import function_pass
@@ -63,7 +73,7 @@ from passhost.relay.type_infer import infer_type
 from passhost.relay.visitor import post_order
 from passhost.transform.context import PassContext
 
-__all__ = ["MAX_DEPTH", "FuseOps"]
+__all__ = ["CHAIN_DEPTHWISE", "MAX_DEPTH", "FuseOps"]
 
 _P = OpPattern
 _TO_ANY = frozenset({_P.ELEMWISE, _P.BROADCAST, _P.INJECTIVE, _P.OUT_ELEMWISE_FUSABLE,
@@ -81,6 +91,10 @@ _SHARED = object()
 #: The config option giving ``max_depth`` when the pass is made without one.
 MAX_DEPTH = OptionSpec("relay.FuseOps.max_depth", INT, 256,
                        "the most operators FuseOps puts in one Primitive function")
+#: The config option turning on the chaining of pointwise and depthwise convolutions.
+CHAIN_DEPTHWISE = OptionSpec("relay.FuseOps.chain_depthwise", BOOL, True,
+                             "FuseOps groups a depthwise convolution with the 1x1 one "
+                             "giving its data")
 
 
 @function_pass(opt_level=0, name="FuseOps", required=("InferType",))
@@ -104,7 +118,9 @@ class FuseOps:
                                  f"config option {MAX_DEPTH.name}")
         if ctx.opt_level == 0:
             depth = 1
-        return _fuse(func, depth)
+        chain = CHAIN_DEPTHWISE.check(
+            ctx.get_config(CHAIN_DEPTHWISE.name, CHAIN_DEPTHWISE.default), "config option")
+        return _fuse(func, depth, chain)
 
 
 def _check_depth(value: object, what: str) -> int:
@@ -116,25 +132,27 @@ def _check_depth(value: object, what: str) -> int:
     return value
 
 
-def _fuse(func: Function, max_depth: int) -> Function:
-    """``func`` with its operator calls (and those of nested plain functions) grouped."""
+def _fuse(func: Function, max_depth: int, chain: bool) -> Function:
+    """``func`` with its operator calls (and those of nested plain functions) grouped;
+    ``chain``: depthwise convolutions absorb pointwise ones (see the module's notes)."""
     infer_type(func)
     order = post_order(func.body, stop=lambda n: isinstance(n, Function))
     inner = [n for n in order if isinstance(n, Function)]
-    nested = {id(n): _fuse_nested(n, max_depth) for n in inner}
+    nested = {id(n): _fuse_nested(n, max_depth, chain) for n in inner}
     calls = [n for n in order if _fusable(n)]
     if not calls and all(nested[id(n)] is n for n in inner):
         return func
-    owner = _assign_groups(calls, _users(order, func.body), _all_users(order), max_depth)
+    owner = _assign_groups(calls, _users(order, func.body), _all_users(order), max_depth,
+                           chain)
     body = _rebuild(func.body, _build_groups(calls, owner), nested)
     return Function(func.params, body, func.ret_type, func.attrs, span=func.span)
 
 
-def _fuse_nested(func: Function, max_depth: int) -> Function:
+def _fuse_nested(func: Function, max_depth: int, chain: bool) -> Function:
     """A nested function fused on its own (Primitive and Composite ones as they are)."""
     if func.attrs.get("Primitive") or func.attrs.get("Composite"):
         return func
-    return _fuse(func, max_depth)
+    return _fuse(func, max_depth, chain)
 
 
 def _fusable(node: BaseExpr) -> bool:
@@ -196,26 +214,36 @@ def _operands(call: Call) -> list[tuple[BaseExpr, BaseExpr]]:
 class _Group:
     """A group while it is being grown: its number of calls, its kind (the pattern that
     decides what may absorb it: its anchor's, else the widest of its calls') and, when its
-    anchor is out-elementwise-fusable, the anchor's result shape."""
+    anchor is out-elementwise-fusable, that anchor and its result shape."""
 
-    __slots__ = ("anchor_shape", "kind", "size")
+    __slots__ = ("anchor", "anchor_shape", "kind", "size")
 
     def __init__(self, call: Call) -> None:
         self.kind = _pattern(call)
         self.size = 1
         ty = call.checked_type
-        self.anchor_shape = (ty.shape if self.kind is _P.OUT_ELEMWISE_FUSABLE
-                             and isinstance(ty, TensorType) else None)
+        fusable = self.kind is _P.OUT_ELEMWISE_FUSABLE and isinstance(ty, TensorType)
+        self.anchor: Call | None = call if fusable else None
+        self.anchor_shape = ty.shape if fusable and isinstance(ty, TensorType) else None
 
 
 def _assign_groups(calls: list[Call], users: dict[int, object],
-                   all_users: dict[int, list[BaseExpr]], max_depth: int) -> dict[int, Call]:
+                   all_users: dict[int, list[BaseExpr]], max_depth: int,
+                   chain: bool) -> dict[int, Call]:
     """Call id -> the output call of its group; ``calls`` are in topological order."""
     groups: dict[int, _Group] = {}
     absorbed_by: dict[int, Call] = {}
     for call in calls:
         group = groups[id(call)] = _Group(call)
         allowed = _ABSORBS.get(group.kind, frozenset())
+        if chain and _depthwise(call):
+            data = call.args[0]
+            other = groups.get(id(data))
+            if other is not None and other.anchor is not None and _pointwise(other.anchor) \
+                    and id(data) not in absorbed_by and _sole_use(data, call, call, users) \
+                    and group.size + other.size <= max_depth:
+                group.size += other.size
+                absorbed_by[id(data)] = call
         if not allowed:
             continue
         for operand, user in _operands(call):
@@ -227,6 +255,7 @@ def _assign_groups(calls: list[Call], users: dict[int, object],
                 group.size += other.size
                 group.kind = _combined_kind(group.kind, other.kind)
                 group.anchor_shape = group.anchor_shape or other.anchor_shape
+                group.anchor = group.anchor or other.anchor
                 absorbed_by[id(operand)] = call
     owner: dict[int, Call] = {}
     for call in reversed(calls):
@@ -235,6 +264,34 @@ def _assign_groups(calls: list[Call], users: dict[int, object],
         if consumer is None:
             _merge_into_users(call, groups, owner, all_users, max_depth)
     return owner
+
+
+def _nchw_conv2d(call: Call) -> bool:
+    """True for an ``nn.conv2d`` of NCHW data and OIHW weights into NCHW."""
+    if getattr(call.op, "name", None) != "nn.conv2d":
+        return False
+    attrs = cast(Conv2DAttrs, call.attrs)
+    return (attrs.data_layout == "NCHW" and attrs.kernel_layout == "OIHW"
+            and attrs.out_layout in ("", "NCHW"))
+
+
+def _pointwise(call: Call) -> bool:
+    """True for a 1x1, stride-1, unpadded, undilated, ungrouped NCHW convolution."""
+    if not _nchw_conv2d(call):
+        return False
+    attrs, weight = cast(Conv2DAttrs, call.attrs), call.args[1].checked_type
+    return (isinstance(weight, TensorType) and tuple(weight.shape[2:]) == (1, 1)
+            and attrs.groups == 1 and tuple(attrs.strides) == (1, 1)
+            and tuple(attrs.dilation) == (1, 1) and not any(attrs.padding))
+
+
+def _depthwise(call: Call) -> bool:
+    """True for an NCHW convolution with one group per channel, one output per group."""
+    if not _nchw_conv2d(call):
+        return False
+    data, out = call.args[0].checked_type, call.checked_type
+    return (isinstance(data, TensorType) and isinstance(out, TensorType) and data.ndim == 4
+            and cast(Conv2DAttrs, call.attrs).groups == data.shape[1] == out.shape[1] > 1)
 
 
 def _recomputable(call: Call) -> bool:

@@ -12,20 +12,22 @@ float *aligned_floats(i64 n, int zero) {
   return p;
 }
 
-/* A work buffer of at least n floats owned by the calling thread, kept for its next call
- * (the pool's threads live as long as the process: allocating and releasing 128 KB on every
- * call went through mmap and munmap, whose TLB shootdowns stalled the other thread); NULL
- * when memory runs out. */
-float *thread_scratch(i64 n) {
-  static __thread float *buffer;
-  static __thread i64 size;
-  if (size < n) {
-    free(buffer);
-    buffer = aligned_floats(n, 0);
-    size = buffer ? n : 0;
+/* Buffer `slot` (< THREAD_BUFFERS) of at least n floats owned by the calling thread, kept
+ * for its next call (the pool's threads live as long as the process: allocating and
+ * releasing 128 KB on every call went through mmap and munmap, whose TLB shootdowns stalled
+ * the other thread); NULL when memory runs out. */
+float *thread_buffer(int slot, i64 n) {
+  static __thread float *buffer[THREAD_BUFFERS];
+  static __thread i64 size[THREAD_BUFFERS];
+  if (size[slot] < n) {
+    free(buffer[slot]);
+    buffer[slot] = aligned_floats(n, 0);
+    size[slot] = buffer[slot] ? n : 0;
   }
-  return buffer;
+  return buffer[slot];
 }
+
+float *thread_scratch(i64 n) { return thread_buffer(THREAD_WORK, n); }
 
 /* The activation of v: ph_sigmoid_f32(v), times v for SiLU (silu = 1), which rounds as the
  * compiled loops' sigmoid and product (times 1 changes nothing, NaN included). */

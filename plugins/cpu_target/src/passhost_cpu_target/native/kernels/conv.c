@@ -79,10 +79,7 @@ static void pack_cols(float *restrict bp, i64 ld, const float *restrict xg, cons
   }
 }
 
-/* Packs the m x k matrix w (row stride k) into panels of MR rows for micro_tile: element
- * (r, j) goes to ap[((r / MR) * k + j) * MR + r % MR]; the rows that fill up the last panel
- * are zero. */
-static void pack_panels(float *restrict ap, const float *restrict w, i64 m, i64 k) {
+void pack_panels(float *restrict ap, const float *restrict w, i64 m, i64 k) {
   for (i64 q = 0; q < (m + MR - 1) / MR; q++) {
     float *panel = ap + q * k * MR;
     for (i64 i = 0; i < MR; i++) {

@@ -63,6 +63,11 @@ static inline void copy_block(float *restrict tile, const float *restrict src, c
   }
 }
 
+/* Packs the m x k matrix w (row stride k) into panels of MR rows for micro_tile: element
+ * (r, j) goes to ap[((r / MR) * k + j) * MR + r % MR]; the rows that fill up the last panel
+ * are zero. */
+PH_HIDDEN void pack_panels(float *restrict ap, const float *restrict w, i64 m, i64 k);
+
 /* The wide-grid path (implicit.c): whether it fits (conv.c's path_of asks it after
  * Winograd, before the transposed form), the floats of its scratch, and the convolution. */
 PH_HIDDEN int use_implicit(const conv_geom *cv);

@@ -240,6 +240,11 @@ typedef struct {
 /* Helpers defined in common.c (hidden: not exported from the library). */
 #define PH_HIDDEN __attribute__((visibility("hidden")))
 PH_HIDDEN float *aligned_floats(i64 n, int zero);
+/* The calling thread's buffers (thread_buffer): the kernels' work buffer (thread_scratch,
+ * for the tasks a kernel runs), and the middle tensor of a chain of kernels that the
+ * calling thread runs one after another (chain.c). */
+enum { THREAD_WORK, THREAD_CHAIN, THREAD_BUFFERS };
+PH_HIDDEN float *thread_buffer(int slot, i64 n);
 PH_HIDDEN float *thread_scratch(i64 n);
 PH_HIDDEN void activate(float *y, i64 rows, i64 ld, i64 n, int act);
 PH_HIDDEN window_geom window_geometry(const i64 *g);
@@ -268,6 +273,11 @@ int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bia
                       const float *res, const i64 *g, const float *bounds);
 void ph_depthwise_nhwc(const float *x, const float *w, float *y, const float *bias,
                        const float *res, const i64 *g, const float *bounds);
+i64 ph_pointwise_depthwise_prepared(const i64 *g);
+int ph_pointwise_depthwise_prepare(const float *w, float *prep, const i64 *g);
+int ph_pointwise_depthwise(const float *x, const float *prep, const float *bias,
+                           const float *wd, const float *dbias, const float *res, float *y,
+                           const i64 *g, const float *bounds, const float *dbounds);
 int ph_max_pool_nchw(const float *x, float *y, const i64 *g);
 void ph_max_pool_nhwc(const float *x, float *y, const i64 *g);
 /* The kernels' thread pool (pool.c): fn(ctx, t) for every t < tasks on the caller and up to

@@ -4,7 +4,7 @@
 #include <time.h>
 
 /* Bumped whenever a signature changes; the loader refuses a library with another value. */
-int ph_abi_version(void) { return 11; }
+int ph_abi_version(void) { return 12; }
 
 /* ---------------------------------------------------------------------------------------
  * Steps: each kernel in packed form, int32_t f(void *const *args) with its arguments in
@@ -28,6 +28,9 @@ int32_t ph_depthwise_nchw__packed(void *const *a) {
 int32_t ph_depthwise_nhwc__packed(void *const *a) {
   ph_depthwise_nhwc(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
   return 0;
+}
+int32_t ph_pointwise_depthwise__packed(void *const *a) {
+  return ph_pointwise_depthwise(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
 }
 int32_t ph_max_pool_nchw__packed(void *const *a) { return ph_max_pool_nchw(a[0], a[1], a[2]); }
 int32_t ph_max_pool_nhwc__packed(void *const *a) {

@@ -1,6 +1,6 @@
 /* Window kernels over NCHW data: depthwise convolutions and max pooling (the NHWC ones are in
  * window_nhwc.c). */
-#include "kernels.h"
+#include "window.h"
 
 /* Calls plane(ctx, t, buf) for every plane t in [0, planes) on nt threads (planes are equal
  * work, `work` multiply-adds in all), in contiguous shares (split_tasks), each with a
@@ -48,18 +48,7 @@ static int for_each_plane(i64 planes, i64 work, int nt, i64 floats, plane_fn pla
   return atomic_load(&job.failed) ? -1 : 0;
 }
 
-typedef struct {
-  window_geom wg;
-  const float *x, *w, *bias, *res;
-  float *y;
-  float lo, hi;
-  int act;
-  i64 c;      /* channels (a depthwise job's weights and biases are per channel) */
-  i64 planes; /* a depthwise job's input planes (images x channels) */
-  i64 off[];
-} window_job;
-
-static window_job *window_job_new(const i64 *g, i64 c) {
+window_job *window_job_new(const i64 *g, i64 c) {
   const window_geom wg = window_geometry(g);
   window_job *job = malloc(sizeof(window_job) + sizeof(i64) * (size_t)(wg.kh * wg.kw));
   if (!job) return NULL;
@@ -272,7 +261,9 @@ static i64 depthwise_same_floats(const window_geom *wg) {
  * FETCH_MIN_PLANE), else NULL. */
 static const float *plane_to_fetch(const window_job *job, i64 t) {
   const i64 in_plane = job->wg.h * job->wg.w;
-  return in_plane >= FETCH_MIN_PLANE && t + 1 < job->planes ? job->x + (t + 1) * in_plane : NULL;
+  return job->x && in_plane >= FETCH_MIN_PLANE && t + 1 < job->planes
+             ? job->x + (t + 1) * in_plane
+             : NULL;
 }
 
 /* Fetches into L2 parts [part, part + count) of `parts` equal parts of the cache lines of
@@ -310,12 +301,10 @@ static void depthwise_rows(const window_job *job, i64 t, const float *src, i64 s
   }
 }
 
-static void depthwise_same_plane(const void *ctx, i64 t, float *buf) {
-  const window_job *job = ctx;
+static void depthwise_same_plane(const window_job *job, i64 t, const float *x, float *buf) {
   const window_geom *wg = &job->wg;
   const i64 stride = depthwise_same_stride(wg), w = wg->w, whole = w / VW * VW;
   const i64 half = wg->kh / 2;
-  const float *x = job->x + t * wg->h * w;
   for (i64 iy = 0; iy < wg->h; iy++) {
     float *d = buf + (iy + half) * stride + VW;
     const float *s = x + iy * w;
@@ -364,10 +353,10 @@ static i64 depthwise_s2_floats(const window_geom *wg) {
   return depthwise_s2_rows(wg) * 2 * depthwise_s2_half(wg) + VW;
 }
 
-/* Plane t of job->x split into `buf` as depthwise_s2 reads it: each data row at its padded
+/* The input plane x split into `buf` as depthwise_s2 reads it: each data row at its padded
  * row, its columns in the even and odd halves of depthwise_s2_half floats. The padding keeps
  * the buffer's fill, `fill`, which the lanes stored past a row's last columns hold too. */
-static void split_rows(const window_job *job, i64 t, float *buf, float fill) {
+static void split_rows(const window_job *job, const float *x, float *buf, float fill) {
   const window_geom *wg = &job->wg;
   const i64 half = depthwise_s2_half(wg), w = wg->w, pl = wg->pl;
   vi even, odd, lane;
@@ -381,7 +370,7 @@ static void split_rows(const window_job *job, i64 t, float *buf, float fill) {
    * of pl's parity, data column 2j + 1 to index j + (pl + 1) / 2 of the other. */
   const i64 to_even = (pl % 2 ? half + 1 : 0) + pl / 2;
   const i64 to_odd = (pl % 2 ? 0 : half + 1) + (pl + 1) / 2;
-  const float *x = job->x + t * wg->h * w, *end = x + wg->h * w;
+  const float *end = x + wg->h * w;
   /* Each row ends with `left` (< 2 VW) columns: read as two whole vectors where they lie
    * within the plane (else in part), their halves stored whole with the lanes past the data
    * holding `fill`, the buffer's (each half-row has room for it: depthwise_s2_half).
@@ -416,19 +405,36 @@ static void split_rows(const window_job *job, i64 t, float *buf, float fill) {
   }
 }
 
-static void depthwise_s2_plane(const void *ctx, i64 t, float *buf) {
-  const window_job *job = ctx;
+static void depthwise_s2_plane(const window_job *job, i64 t, const float *x, float *buf) {
   const window_geom *wg = &job->wg;
   const i64 half = depthwise_s2_half(wg);
-  split_rows(job, t, buf, 0.0f);
+  split_rows(job, x, buf, 0.0f);
   depthwise_rows(job, t, buf + VW - 1, 2 * half, buf + depthwise_s2_rows(wg) * 2 * half, 2,
                  wg->kh == 3 ? depthwise_block_s2k3 : depthwise_block_s2k5);
 }
 
-static void depthwise_plane(const void *ctx, i64 t, float *buf) {
-  const window_job *job = ctx;
-  phase_planes(buf, job->x + t * job->wg.h * job->wg.w, &job->wg, 0.0f);
+static void depthwise_plane(const window_job *job, i64 t, const float *x, float *buf) {
+  phase_planes(buf, x, &job->wg, 0.0f);
   depthwise_rows(job, t, buf, job->wg.wq, buf + job->wg.acc, 0, depthwise_block_taps);
+}
+
+dw_plane_fn depthwise_plane_path(const window_geom *wg, i64 *floats) {
+  if (depthwise_same(wg)) {
+    *floats = depthwise_same_floats(wg);
+    return depthwise_same_plane;
+  }
+  if (depthwise_s2(wg)) {
+    *floats = depthwise_s2_floats(wg);
+    return depthwise_s2_plane;
+  }
+  *floats = wg->floats;
+  return depthwise_plane;
+}
+
+/* Plane t of a depthwise job from its input (for_each_plane's plane function). */
+static void depthwise_input_plane(const void *ctx, i64 t, float *buf) {
+  const window_job *job = ctx;
+  job->path(job, t, job->x + t * job->wg.h * job->wg.w, buf);
 }
 
 /* Small planes (at most SMALL_PLANE outputs) go VW channels at a time, channels last: the
@@ -560,20 +566,17 @@ static int depthwise_nchw(const float *x, const float *w, float *y, const float 
   const int nt = num_threads(g[14]);
   job->planes = g[12] * g[13];
   const i64 planes = job->planes, work = planes * wg->oh * wg->ow * wg->kh * wg->kw;
+  i64 floats;
+  job->path = depthwise_plane_path(wg, &floats);
   int status;
-  if (depthwise_same(wg)) {
-    status = for_each_plane(planes, work, nt, depthwise_same_floats(wg), depthwise_same_plane,
-                            job, 0.0f);
-  } else if (depthwise_s2(wg)) {
-    status = for_each_plane(planes, work, nt, depthwise_s2_floats(wg), depthwise_s2_plane, job,
-                            0.0f);
-  } else if (wg->oh * wg->ow <= SMALL_PLANE) {
-    const i64 floats = (small_rows(wg) * small_cols(wg) + wg->oh * wg->ow + wg->kh * wg->kw) * VW +
-                       wg->oh * wg->ow;
-    status = for_each_plane(g[12] * ((g[13] + VW - 1) / VW), work, nt, floats,
+  if (job->path == depthwise_plane && wg->oh * wg->ow <= SMALL_PLANE) {
+    const i64 group_floats =
+        (small_rows(wg) * small_cols(wg) + wg->oh * wg->ow + wg->kh * wg->kw) * VW +
+        wg->oh * wg->ow;
+    status = for_each_plane(g[12] * ((g[13] + VW - 1) / VW), work, nt, group_floats,
                             depthwise_small_group, job, 0.0f);
   } else {
-    status = for_each_plane(planes, work, nt, wg->floats, depthwise_plane, job, 0.0f);
+    status = for_each_plane(planes, work, nt, floats, depthwise_input_plane, job, 0.0f);
   }
   free(job);
   return status;
@@ -625,7 +628,7 @@ static void max_pool_s2_plane(const void *ctx, i64 t, float *buf) {
   const window_geom *wg = &job->wg;
   const i64 half = depthwise_s2_half(wg), stride = 2 * half;
   float *dst = job->y + t * wg->oh * wg->ow;
-  split_rows(job, t, buf, -INFINITY);
+  split_rows(job, job->x + t * wg->h * wg->w, buf, -INFINITY);
   for (i64 ox = 0; ox < wg->ow; ox += VW) {
     const float *col = buf + VW - 1 + ox;
     vf top = row_max(col, half);

@@ -1,0 +1,169 @@
+/* A pointwise (1x1) convolution and the depthwise convolution of its result, NCHW, as one
+ * kernel: the middle tensor never leaves the thread's caches.
+ *
+ * MobileNetV2's and EfficientNet-B0's blocks widen their data with a 1x1 layer and filter
+ * the wide result with a depthwise one; taken apart, the first writes the wide tensor to
+ * memory (4.8 MB at 112x112) and the second reads it back. Here each task takes MR middle
+ * channels of an image: their planes, through the 1x1 layer's epilogue, into a buffer of
+ * its thread (micro_tile over the data read in place), then each plane through the
+ * depthwise path that takes planes one at a time (depthwise_plane_path), straight from that
+ * buffer. The sums are the two kernels' own, in the same order, so the results are theirs
+ * bit for bit. C harness, against the 1x1 kernel then the depthwise one, alternating:
+ * 16 -> 96 channels at 112x112 then a 3x3 at stride 2 0.80x-0.85x the time; 24 -> 144 at
+ * 56x56 then a 3x3 0.83x-0.93x (stride 1) and 0.78x-0.89x (stride 2), then a 5x5 at stride 2
+ * 0.88x-0.94x, at one and two threads. Smaller planes stay in the caches anyway, and the
+ * layers' own paths do better there (a plane at a time, at 14x14 the chain took 1.4x the
+ * time; at 7x7, where the depthwise layer takes VW channels at a time, 3.6x-4x; at 28x28
+ * 1.0x): planes of fewer than CHAIN_MIN_PLANE floats go through the two kernels, the middle
+ * tensor in a buffer of the calling thread that every chain reuses, so that it stays in the
+ * caches as the memory plan's buffers do.
+ *
+ * g: the depthwise layer's window geometry (window_geometry: h, w, oh, ow, kh, kw, strides,
+ * dilations, top and left padding, images n, middle channels c, threads), then the
+ * pointwise layer's input channels. */
+#include "conv.h"
+#include "window.h"
+
+#define CHAIN_MIN_PLANE 2048
+
+static int chained(const i64 *g) { return g[0] * g[1] >= CHAIN_MIN_PLANE; }
+
+/* The pointwise layer's geometry for ph_conv2d_nchw: 1x1, stride 1, unpadded, ungrouped. */
+static void pointwise_geometry(const i64 *g, i64 *pg) {
+  const i64 values[17] = {g[12], g[15], g[0], g[1], g[13], g[0], g[1], 1, 1, 1, 1, 1, 1,
+                          0, 0, 1, g[14]};
+  memcpy(pg, values, sizeof(values));
+}
+
+/* Floats of the pointwise weights as the chain takes them: micro_tile's panels (c x cin,
+ * pack_panels), or ph_conv2d_nchw's prepared weights when the layers run apart. */
+i64 ph_pointwise_depthwise_prepared(const i64 *g) {
+  i64 pg[17];
+  pointwise_geometry(g, pg);
+  return chained(g) ? (g[13] + MR - 1) / MR * MR * g[15] : ph_conv2d_nchw_prepared(pg);
+}
+
+int ph_pointwise_depthwise_prepare(const float *w, float *prep, const i64 *g) {
+  i64 pg[17];
+  pointwise_geometry(g, pg);
+  if (!chained(g)) return ph_conv2d_nchw_prepare(w, prep, pg);
+  pack_panels(prep, w, g[13], g[15]);
+  return 0;
+}
+
+typedef struct {
+  const window_job *dw;          /* the depthwise layer; its x is NULL */
+  dw_plane_fn plane;             /* its path, a plane at a time */
+  const float *x, *prep;         /* the data [n][cin][p], the pointwise panels */
+  tile_out proto;                /* the pointwise epilogue; y, ldy and m0 set per tile */
+  i64 cin, c, p, groups, floats; /* groups of MR middle channels; the path's buffer floats */
+  i64 items, tasks;
+  float **bufs; /* the path's buffer of each thread, zero where no plane writes */
+  _Atomic int failed;
+} chain_job;
+
+/* The floats of a thread's chain buffer: MR middle planes, then the last block's panel
+ * and sums (middle_planes). */
+static i64 chain_floats(const chain_job *job) { return MR * job->p + (job->cin + MR) * NR; }
+
+/* Middle channels [grp * MR, grp * MR + rows) of the image whose data is xb, through the
+ * pointwise epilogue, into the planes `mid` (p floats apart); a last block of fewer than NR
+ * columns goes through `tail` (its panel, zero past the data, then its raw sums). */
+static void middle_planes(const chain_job *job, const float *xb, i64 grp, i64 rows, float *mid,
+                          float *tail) {
+  const i64 p = job->p, cin = job->cin, blocks = p / NR, p0 = blocks * NR, left = p - p0;
+  const float *a = job->prep + grp * cin * MR;
+  float *panel = tail, *sums = tail + cin * NR; /* (the whole blocks' sums go to `out`) */
+  tile_out out = job->proto;
+  out.m0 = grp * MR;
+  out.ldy = p;
+  for (i64 blk = 0; blk < blocks; blk++) {
+    out.y = mid + blk * NR;
+    micro_tile(a, rows, xb + blk * NR, p, cin, sums, 0, &out, blk + 1 < blocks ? NR : 0);
+  }
+  if (left == 0) return;
+  for (i64 k = 0; k < cin; k++) {
+    memcpy(panel + k * NR, xb + k * p + p0, (size_t)left * sizeof(float));
+    memset(panel + k * NR + left, 0, (size_t)(NR - left) * sizeof(float));
+  }
+  micro_tile(a, rows, panel, NR, cin, sums, 0, NULL, 0);
+  for (i64 i = 0; i < rows; i++)
+    epilogue(mid + i * p + p0, sums + i * NR, left,
+             out.bias ? out.bias + out.m0 + i : NULL, 0, NULL, out.lo, out.hi);
+  if (out.act) activate(mid + p0, rows, p, left, out.act);
+}
+
+/* Task t: a contiguous share of the (image, group of MR middle channels) items. */
+static void chain_task(void *arg, i64 t) {
+  chain_job *job = arg;
+  float **path_buf = &job->bufs[ph_worker_index()];
+  if (!*path_buf) *path_buf = aligned_floats(job->floats, 1);
+  float *mid = thread_buffer(THREAD_CHAIN, chain_floats(job));
+  if (!*path_buf || !mid) {
+    atomic_store(&job->failed, 1);
+    return;
+  }
+  float *tail = mid + MR * job->p;
+  i64 u0, u1;
+  part_range(job->items, job->tasks, t, &u0, &u1);
+  for (i64 u = u0; u < u1; u++) {
+    const i64 b = u / job->groups, grp = u % job->groups, rows = min64(MR, job->c - grp * MR);
+    middle_planes(job, job->x + b * job->cin * job->p, grp, rows, mid, tail);
+    for (i64 i = 0; i < rows; i++)
+      job->plane(job->dw, b * job->c + grp * MR + i, mid + i * job->p, *path_buf);
+  }
+}
+
+/* The pointwise layer (prepared weights, bias, clamp and activation in `bounds`) and the
+ * depthwise one (weights [C][KH][KW], bias, residual, `dbounds`) of data x into y. */
+static int pointwise_depthwise(const float *x, const float *prep, const float *bias,
+                               const float *wd, const float *dbias, const float *res,
+                               float *y, const i64 *g, const float *bounds,
+                               const float *dbounds) {
+  window_job *dw = window_job_new(g, g[13]);
+  if (!dw) return -1;
+  dw->w = wd;
+  dw->y = y;
+  dw->bias = dbias;
+  dw->res = res;
+  dw->lo = dbounds[0];
+  dw->hi = dbounds[1];
+  dw->act = activation_of(dbounds);
+  dw->planes = g[12] * g[13];
+  const window_geom *wg = &dw->wg;
+  chain_job job = {.dw = dw, .x = x, .prep = prep, .cin = g[15], .c = g[13],
+                   .p = wg->h * wg->w};
+  job.plane = depthwise_plane_path(wg, &job.floats);
+  job.proto = (tile_out){.bias = bias, .lo = bounds[0], .hi = bounds[1],
+                         .act = activation_of(bounds)};
+  job.groups = (job.c + MR - 1) / MR;
+  job.items = g[12] * job.groups;
+  const int nt = num_threads(g[14]);
+  const i64 work = dw->planes * (job.p * job.cin + wg->oh * wg->ow * wg->kh * wg->kw);
+  job.tasks = split_tasks(job.items, work, nt);
+  atomic_init(&job.failed, 0);
+  job.bufs = calloc((size_t)nt, sizeof(float *));
+  if (!job.bufs) {
+    free(dw);
+    return -1;
+  }
+  ph_parallel(job.tasks, nt, chain_task, &job);
+  for (int i = 0; i < nt; i++) free(job.bufs[i]);
+  free(job.bufs);
+  free(dw);
+  return atomic_load(&job.failed) ? -1 : 0;
+}
+
+int ph_pointwise_depthwise(const float *x, const float *prep, const float *bias,
+                           const float *wd, const float *dbias, const float *res, float *y,
+                           const i64 *g, const float *bounds, const float *dbounds) {
+  if (chained(g))
+    return FLUSHED_STATUS(
+        pointwise_depthwise(x, prep, bias, wd, dbias, res, y, g, bounds, dbounds));
+  i64 pg[17];
+  pointwise_geometry(g, pg);
+  float *mid = thread_buffer(THREAD_CHAIN, g[12] * g[13] * g[0] * g[1]);
+  if (!mid) return -1;
+  const int status = ph_conv2d_nchw(x, prep, mid, bias, NULL, NULL, pg, bounds);
+  return status ? status : ph_depthwise_nchw(mid, wd, y, dbias, res, g, dbounds);
+}

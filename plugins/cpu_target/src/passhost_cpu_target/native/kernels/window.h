@@ -1,0 +1,34 @@
+/* What the NCHW window kernels (window.c) share with the chained pointwise-depthwise kernel
+ * (chain.c): a window job and the depthwise paths that take a plane at a time. */
+#ifndef PH_WINDOW_H
+#define PH_WINDOW_H
+
+#include "kernels.h"
+
+typedef struct window_job window_job;
+
+/* Plane t (image t / c, channel t % c) of a depthwise job's output from the input plane x,
+ * with `buf` the path's buffer: the job's floats of it, zero where no plane writes. */
+typedef void (*dw_plane_fn)(const window_job *job, i64 t, const float *x, float *buf);
+
+struct window_job {
+  window_geom wg;
+  const float *x, *w, *bias, *res; /* a chained job's x is NULL: its planes come one by one */
+  float *y;
+  float lo, hi;
+  int act;
+  i64 c;           /* channels (a depthwise job's weights and biases are per channel) */
+  i64 planes;      /* a depthwise job's input planes (images x channels) */
+  dw_plane_fn path; /* a depthwise job's plane at a time, when it takes one */
+  i64 off[];
+};
+
+/* A job over the window geometry g (window_geometry) of c channels, its tap offsets set;
+ * NULL when out of memory. */
+PH_HIDDEN window_job *window_job_new(const i64 *g, i64 c);
+
+/* The depthwise path taking planes one at a time for geometry wg (stride-1 "same", stride
+ * 2, or tap by tap), and the floats of its buffer. */
+PH_HIDDEN dw_plane_fn depthwise_plane_path(const window_geom *wg, i64 *floats);
+
+#endif /* PH_WINDOW_H */
