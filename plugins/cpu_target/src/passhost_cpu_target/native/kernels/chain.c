@@ -120,16 +120,8 @@ static int pointwise_depthwise(const float *x, const float *prep, const float *b
                                const float *wd, const float *dbias, const float *res,
                                float *y, const i64 *g, const float *bounds,
                                const float *dbounds) {
-  window_job *dw = window_job_new(g, g[13]);
+  window_job *dw = depthwise_job_new(g, NULL, wd, y, dbias, res, dbounds);
   if (!dw) return -1;
-  dw->w = wd;
-  dw->y = y;
-  dw->bias = dbias;
-  dw->res = res;
-  dw->lo = dbounds[0];
-  dw->hi = dbounds[1];
-  dw->act = activation_of(dbounds);
-  dw->planes = g[12] * g[13];
   const window_geom *wg = &dw->wg;
   chain_job job = {.dw = dw, .x = x, .prep = prep, .cin = g[15], .c = g[13],
                    .p = wg->h * wg->w};

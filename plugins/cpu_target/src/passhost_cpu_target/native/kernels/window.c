@@ -48,7 +48,9 @@ static int for_each_plane(i64 planes, i64 work, int nt, i64 floats, plane_fn pla
   return atomic_load(&job.failed) ? -1 : 0;
 }
 
-window_job *window_job_new(const i64 *g, i64 c) {
+/* A job over the window geometry g (window_geometry) of c channels, its tap offsets set;
+ * NULL when out of memory. */
+static window_job *window_job_new(const i64 *g, i64 c) {
   const window_geom wg = window_geometry(g);
   window_job *job = malloc(sizeof(window_job) + sizeof(i64) * (size_t)(wg.kh * wg.kw));
   if (!job) return NULL;
@@ -549,11 +551,10 @@ static void depthwise_small_group(const void *ctx, i64 t, float *buf) {
   if (job->act) activate(job->y + at0, 1, 0, nc * outs, job->act); /* the group's planes */
 }
 
-/* Depthwise convolution, NCHW data, weights [C][KH][KW]. */
-static int depthwise_nchw(const float *x, const float *w, float *y, const float *bias,
-                          const float *res, const i64 *g, const float *bounds) {
+window_job *depthwise_job_new(const i64 *g, const float *x, const float *w, float *y,
+                              const float *bias, const float *res, const float *bounds) {
   window_job *job = window_job_new(g, g[13]);
-  if (!job) return -1;
+  if (!job) return NULL;
   job->x = x;
   job->w = w;
   job->y = y;
@@ -562,9 +563,17 @@ static int depthwise_nchw(const float *x, const float *w, float *y, const float 
   job->lo = bounds[0];
   job->hi = bounds[1];
   job->act = activation_of(bounds);
+  job->planes = g[12] * g[13];
+  return job;
+}
+
+/* Depthwise convolution, NCHW data, weights [C][KH][KW]. */
+static int depthwise_nchw(const float *x, const float *w, float *y, const float *bias,
+                          const float *res, const i64 *g, const float *bounds) {
+  window_job *job = depthwise_job_new(g, x, w, y, bias, res, bounds);
+  if (!job) return -1;
   const window_geom *wg = &job->wg;
   const int nt = num_threads(g[14]);
-  job->planes = g[12] * g[13];
   const i64 planes = job->planes, work = planes * wg->oh * wg->ow * wg->kh * wg->kw;
   i64 floats;
   job->path = depthwise_plane_path(wg, &floats);

@@ -23,9 +23,13 @@ struct window_job {
   i64 off[];
 };
 
-/* A job over the window geometry g (window_geometry) of c channels, its tap offsets set;
- * NULL when out of memory. */
-PH_HIDDEN window_job *window_job_new(const i64 *g, i64 c);
+/* A depthwise job over geometry g (n images of c channels: g[12], g[13]) from data x (NULL
+ * for a chain's, whose planes come one by one) with weights [C][KH][KW] into y, the
+ * epilogue's bias, residual and bounds as ph_depthwise_nchw takes them; NULL when out of
+ * memory. */
+PH_HIDDEN window_job *depthwise_job_new(const i64 *g, const float *x, const float *w, float *y,
+                                        const float *bias, const float *res,
+                                        const float *bounds);
 
 /* The depthwise path taking planes one at a time for geometry wg (stride-1 "same", stride
  * 2, or tap by tap), and the floats of its buffer. */
