@@ -43,6 +43,8 @@ i64 ph_pointwise_depthwise_prepared(const i64 *g) {
   return chained(g) ? (g[13] + MR - 1) / MR * MR * g[15] : ph_conv2d_nchw_prepared(pg);
 }
 
+/* Prepares the pointwise weights w ([c][cin], OIHW 1x1) into `prep` as the chain takes
+ * them (ph_pointwise_depthwise_prepared floats). Returns 0, or -1 when memory runs out. */
 int ph_pointwise_depthwise_prepare(const float *w, float *prep, const i64 *g) {
   i64 pg[17];
   pointwise_geometry(g, pg);
@@ -146,6 +148,8 @@ static int pointwise_depthwise(const float *x, const float *prep, const float *b
   return atomic_load(&job.failed) ? -1 : 0;
 }
 
+/* The chain of data x into y, subnormals flushed: chained on large planes, else the two
+ * kernels through the calling thread's buffer. Returns 0, or -1 when memory runs out. */
 int ph_pointwise_depthwise(const float *x, const float *prep, const float *bias,
                            const float *wd, const float *dbias, const float *res, float *y,
                            const i64 *g, const float *bounds, const float *dbounds) {
