@@ -29,7 +29,7 @@ GRAPH_PASSES = ["InferType", "FoldConstant", "SimplifyInference", "FoldScaleAxis
 BUILD_PASSES = [
     "LowerTE", "tir.Simplify", "tir.ReuseBuffers", "tir.CollapseLoops", "tir.TileTransposes",
     "tir.VectorizeReductions", "tir.AnnotateLoops", "PrintIR"]
-BUILTIN_PROVIDES = ("20 passes, 9 instruments, 6 config options, 1 pipeline, 1 pattern table, "
+BUILTIN_PROVIDES = ("20 passes, 9 instruments, 7 config options, 1 pipeline, 1 pattern table, "
                     "133 operators")
 HEADER = ["NAME", "VERSION", "STATUS", "PROVIDES", "HOOKS"]
 PLUGIN_KEYS = {"name", "entry_point", "distribution", "version", "module", "status", "builtin",

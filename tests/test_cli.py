@@ -210,6 +210,7 @@ def test_plugins_json_has_the_spec_schema(tools_host, capsys):
                                      "trace-events", "reproducer", "execution-limit"],
                      "config_options": ["testing.immutable_module", "relay.FuseOps.max_depth",
                                         "relay.FuseOps.chain_depthwise",
+                                        "relay.FuseOps.scale_pointwise",
                                         "debug.max_pass_executions", "debug.reproducer_dir",
                                         "debug.trace_events"],
                      "pipelines": ["optimize"], "pattern_tables": ["example"],
@@ -297,12 +298,14 @@ def test_config_list(tools_host, capsys):
          "FuseOps groups a depthwise convolution with the 1x1 one giving its data"],
         ["relay.FuseOps.max_depth", "int", "256", "builtin",
          "the most operators FuseOps puts in one Primitive function"],
+        ["relay.FuseOps.scale_pointwise", "bool", "true", "builtin",
+         "FuseOps groups a 1x1 convolution with the per-channel scaling of its data"],
         ["testing.immutable_module", "bool", "false", "builtin",
          "check that every pass leaves its input module unchanged"],
         ["tools.level", "int", "3", "tools", "how hard to try"],
     ]
     doc = json.loads(run(capsys, "config", "list", "--json")[1])
-    assert doc["config_options"][6] == {
+    assert doc["config_options"][7] == {
         "name": "tools.level", "type": "int", "default": 3, "summary": "how hard to try",
         "provider": "tools", "distribution": "passhost-tools", "conflict": False}
 

@@ -7,33 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fuse_helpers import HEADER, fused, groups
 from passhost import text
 from passhost.errors import OptionError
-from passhost.ir.module import IRModule
-from passhost.relay.expr import Call, Function
 from passhost.relay.interpreter import evaluate
-from passhost.relay.transform import FuseOps
-from passhost.relay.visitor import post_order
-from passhost.transform import PassContext
 
-HEADER = '#[version = "passhost.text/1"]\n'
 X = "Tensor[(1, 4, 8, 8), float32]"
 W1 = "Tensor[(6, 4, 1, 1), float32]"
 B = "Tensor[(6, 1, 1), float32]"
 W2 = "Tensor[(6, 1, 3, 3), float32]"
-
-
-def _fused(body: str, **config) -> IRModule:
-    mod = text.parse_module(HEADER + body)
-    with PassContext(opt_level=3, config={"testing.immutable_module": True, **config}):
-        return FuseOps()(mod)
-
-
-def _groups(mod: IRModule) -> list[list[str]]:
-    """The operators of each Primitive function main calls, in order."""
-    return [[c.op.name for c in post_order(n.op.body) if isinstance(c, Call)]
-            for n in post_order(mod["main"].body, stop=lambda n: isinstance(n, Function))
-            if isinstance(n, Call) and isinstance(n.op, Function)]
 
 
 def _block(pointwise: str = "kernel_size=[1, 1]", depthwise: str = "groups=6",
@@ -55,7 +37,7 @@ CHAIN = ["nn.conv2d", "add", "clip", "nn.conv2d", "add", "nn.relu"]
 
 
 def test_a_depthwise_convolution_takes_in_the_pointwise_group_before_it():
-    assert _groups(_fused(_block())) == [CHAIN]
+    assert groups(fused(_block())) == [CHAIN]
 
 
 def test_the_chained_group_computes_what_the_graph_does():
@@ -63,18 +45,18 @@ def test_the_chained_group_computes_what_the_graph_does():
     rng = np.random.default_rng(1)
     args = {p.name_hint: rng.uniform(-1, 1, [int(d) for d in p.type_annotation.shape])
             .astype("float32") for p in mod["main"].params}
-    np.testing.assert_allclose(evaluate(_fused(_block()), **args), evaluate(mod, **args),
+    np.testing.assert_allclose(evaluate(fused(_block()), **args), evaluate(mod, **args),
                                rtol=1e-6)
 
 
 def test_the_option_turns_the_chain_off():
-    assert _groups(_fused(_block(), **{"relay.FuseOps.chain_depthwise": False})) == [
+    assert groups(fused(_block(), **{"relay.FuseOps.chain_depthwise": False})) == [
         CHAIN[:3], CHAIN[3:]]
 
 
 def test_the_option_must_be_a_bool():
     with pytest.raises(OptionError, match="chain_depthwise' expects bool, found str"):
-        _fused(_block(), **{"relay.FuseOps.chain_depthwise": "often"})
+        fused(_block(), **{"relay.FuseOps.chain_depthwise": "often"})
 
 
 @pytest.mark.parametrize(("pointwise", "weight"), [
@@ -84,18 +66,18 @@ def test_the_option_must_be_a_bool():
     ("kernel_size=[1, 1], groups=2", "Tensor[(6, 2, 1, 1), float32]"),
 ])
 def test_only_a_1x1_stride_1_unpadded_ungrouped_producer_is_chained(pointwise, weight):
-    assert _groups(_fused(_block(pointwise, pointwise_weight=weight))) == [CHAIN[:3],
+    assert groups(fused(_block(pointwise, pointwise_weight=weight))) == [CHAIN[:3],
                                                                           CHAIN[3:]]
 
 
 def test_a_grouped_convolution_that_is_not_depthwise_takes_nothing():
     grouped = _block(depthwise="groups=3", depthwise_weight="Tensor[(6, 2, 3, 3), float32]")
-    assert _groups(_fused(grouped)) == [CHAIN[:3], CHAIN[3:]]
+    assert groups(fused(grouped)) == [CHAIN[:3], CHAIN[3:]]
 
 
 def test_a_pointwise_result_used_twice_stays_apart():
     shared = _block(tail="%5 = nn.relu(%4);\n  (%5, %2)")
-    assert _groups(_fused(shared)) == [CHAIN[:3], CHAIN[3:]]
+    assert groups(fused(shared)) == [CHAIN[:3], CHAIN[3:]]
 
 
 def test_nhwc_convolutions_are_not_chained():
@@ -106,14 +88,14 @@ def @main(%x: Tensor[(1, 8, 8, 4), float32], %w1: Tensor[(1, 1, 4, 6), float32],
   nn.conv2d(%0, %w2, padding=[1, 1, 1, 1], groups=6, data_layout="NHWC",
             kernel_layout="HWOI")
 }"""
-    assert _groups(_fused(nhwc)) == [["nn.conv2d"], ["nn.conv2d"]]
+    assert groups(fused(nhwc)) == [["nn.conv2d"], ["nn.conv2d"]]
 
 
 def test_max_depth_bounds_the_chain():
-    assert _groups(_fused(_block(), **{"relay.FuseOps.max_depth": 3})) == [
+    assert groups(fused(_block(), **{"relay.FuseOps.max_depth": 3})) == [
         CHAIN[:3], CHAIN[3:]]
 
 
 def test_the_depthwise_output_still_takes_its_epilogue():
-    (group,) = _groups(_fused(_block(tail="%5 = add(%4, %b2);\n  nn.relu(%5)")))
+    (group,) = groups(fused(_block(tail="%5 = add(%4, %b2);\n  nn.relu(%5)")))
     assert group == [*CHAIN[:5], "add", "nn.relu"]

@@ -112,6 +112,7 @@ CONFIG_OPTIONS: dict[str, tuple[str, str]] = {
     "testing.immutable_module": ("passhost.transform.context", "IMMUTABLE_MODULE"),
     "relay.FuseOps.max_depth": ("passhost.relay.transform.fuse_ops", "MAX_DEPTH"),
     "relay.FuseOps.chain_depthwise": ("passhost.relay.transform.fuse_ops", "CHAIN_DEPTHWISE"),
+    "relay.FuseOps.scale_pointwise": ("passhost.relay.transform.fuse_ops", "SCALE_POINTWISE"),
     "debug.max_pass_executions": ("passhost.transform.context", "MAX_PASS_EXECUTIONS"),
     "debug.reproducer_dir": ("passhost.transform.context", "REPRODUCER_DIR"),
     "debug.trace_events": ("passhost.transform.context", "TRACE_EVENTS"),

@@ -19,9 +19,11 @@ from passhost_cpu_target.native.build import EXTRA_FLAGS_VAR, find_compiler
 #: convolutions in NHWC (":NHWC", ConvertLayout), each a native NHWC convolution, and its
 #: max pool the native NHWC one; and in NCHW16c, each a native channel-blocked convolution
 #: (the stem from NCHW data, the 3x3 stride-1 layers by Winograd), the max pool the NHWC
-#: kernel over the blocks.
+#: kernel over the blocks. "se" is no zoo model but squeeze-and-excitation blocks (SCRIPT's
+#: se_blocks): a batch of two, each block's per-channel product and 1x1 layer one scaled
+#: convolution, its weights scaled on a 28x28 plane, its data on a 4x4 one.
 MODELS = ("mlp", "transformer", "mobilenet-v2", "resnet18", "resnet18:NHWC",
-          "resnet18:NCHW16c")
+          "resnet18:NCHW16c", "se")
 
 SCRIPT = """
 import sys
@@ -36,10 +38,31 @@ from passhost.relay.transform import SimplifyInference
 from passhost.workloads.zoo import get_model
 from passhost.transform import PassContext
 
+from passhost import relay
+
+
+def se_blocks():
+    # two squeeze-and-excitation blocks: x * sigmoid(conv(mean(x))), then a 1x1 layer
+    rng = np.random.default_rng(1)
+    x = relay.var("x", shape=(2, 16, 28, 28), dtype="float32")
+    params, body = {}, x
+    for i, (c, o, pool) in enumerate([(16, 24, 7), (24, 64, 1)]):
+        if pool > 1:
+            body = relay.nn.max_pool2d(body, pool_size=(pool, pool), strides=(pool, pool))
+        ws = {f"g{i}": (c, c, 1, 1), f"w{i}": (o, c, 1, 1), f"b{i}": (o, 1, 1)}
+        params.update({k: rng.uniform(-1, 1, v).astype("float32") for k, v in ws.items()})
+        g, w, b = (relay.var(k, shape=v, dtype="float32") for k, v in ws.items())
+        gate = relay.sigmoid(relay.nn.conv2d(relay.mean(body, axis=[2, 3], keepdims=True), g,
+                                             kernel_size=(1, 1)))
+        body = relay.add(relay.nn.conv2d(relay.multiply(body, gate), w, kernel_size=(1, 1)), b)
+    free = relay.analysis.free_vars(body)
+    return relay.IRModule.from_expr(relay.Function(free, body)), params
+
+
 warnings.simplefilter("error")  # a kernel or loop unit that fails to build is an error
 for name in sys.argv[1:]:
     model, _, layout = name.partition(":")
-    mod, params = get_model(model)
+    mod, params = se_blocks() if model == "se" else get_model(model)
     if layout:  # batch norms folded and biases added, so that the new layout flows on
         mod = CanonicalizeOps()(SimplifyInference()(InferType()(mod)))
         mod = ConvertLayout({"nn.conv2d": [layout, "HWIO" if layout == "NHWC" else "OIHW"]})(mod)
@@ -51,6 +74,8 @@ for name in sys.argv[1:]:
     want = evaluate(mod, **{x.name_hint: data}, **params)
     np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4, err_msg=name)
     assert "loops.c" in compiled.module.files, name
+    if model == "se":
+        assert compiled.module.get_source().count("_conv2d_nchw_scaled(") == 2, name
     if layout:  # every convolution and the max pool native in the new layout
         source = compiled.module.get_source()
         conv = "_conv2d_nhwc(" if layout == "NHWC" else "_conv2d_nchwc("

@@ -29,10 +29,10 @@ from passhost_cpu_target.native import library
 from passhost_cpu_target.native.library import NativeLibrary, address
 
 __all__ = ["ACTIVATION_CODES", "CONV2D_WEIGHT_LAYOUTS", "MATMUL_PACKED", "NativeKernel",
-           "bound_arguments", "conv2d_nchw", "conv2d_nchwc", "conv2d_nhwc", "dense",
-           "depthwise_conv2d_nchw", "depthwise_conv2d_nhwc", "kernel_failure", "matmul",
-           "max_pool2d_nchw", "max_pool2d_nhwc", "pointwise_depthwise",
-           "prepared_conv2d_weights"]
+           "bound_arguments", "conv2d_nchw", "conv2d_nchw_scaled", "conv2d_nchwc",
+           "conv2d_nhwc", "dense", "depthwise_conv2d_nchw", "depthwise_conv2d_nhwc",
+           "kernel_failure", "matmul", "max_pool2d_nchw", "max_pool2d_nhwc",
+           "pointwise_depthwise", "prepared_conv2d_weights"]
 
 #: The index of the "b is packed" flag in a matmul geometry (see ``ph_matmul``).
 MATMUL_PACKED = 10
@@ -162,6 +162,29 @@ conv2d_nhwc = NativeKernel("conv2d_nhwc", "conv2d_nhwc", _conv2d("NHWC"))
 #: channel-blocked output, with an epilogue; ``cols`` is None (the kernel needs no scratch),
 #: ``wbuf`` None or a scratch for OIHW weights.
 conv2d_nchwc = NativeKernel("conv2d_nchwc", "conv2d_nchwc", _conv2d("NCHWc"))
+
+
+def _scaled_conv2d_arguments(
+        scaled: np.ndarray, a: np.ndarray, b: np.ndarray, weight: np.ndarray,
+        bias: np.ndarray | None, residual: np.ndarray | None, out: np.ndarray,
+        cols: np.ndarray | None, wbuf: np.ndarray | None, geometry: np.ndarray,
+        bounds: np.ndarray, *, kernel_layout: str, bindable: bool = False) -> Arguments | None:
+    """The arguments of ``ph_conv2d_nchw_scaled``: the data and the scale (the product's
+    operands ``a`` and ``b``, in either order: the data is shaped like the product), the
+    weights prepared as for :data:`conv2d_nchw`."""
+    if bindable and weight.flags.writeable:
+        return None
+    data, scale = (a, b) if a.shape == scaled.shape else (b, a)
+    prepared = prepared_conv2d_weights(weight, wbuf, geometry, kernel_layout)
+    return [data, scale, prepared, out, bias, residual, cols, geometry, bounds]
+
+
+#: A 1x1 NCHW convolution of its data scaled per channel (FuseOps groups the product with
+#: it): ``scaled`` is the product's result, which the kernel leaves alone, ``a`` and ``b``
+#: its operands (the data, and one value per image and channel), then the convolution's
+#: weights, epilogue and output, as for :data:`conv2d_nchw`.
+conv2d_nchw_scaled = NativeKernel("conv2d_nchw_scaled", "conv2d_nchw_scaled",
+                                  _scaled_conv2d_arguments)
 
 
 def _pointwise_depthwise_arguments(

@@ -1,6 +1,8 @@
 """Choosing a native kernel (:mod:`.native_kernels`) for one decoded kernel call and the
 epilogue calls after it: float32 NCHW, (ungrouped) NHWC and channel-blocked (``NCHW16c``)
-convolution, NCHW and NHWC depthwise convolution, NCHW, NHWC and channel-blocked max
+convolution, a 1x1 NCHW convolution after its pointwise predecessor (chained with the
+depthwise convolution after it) or of its data scaled per channel (the ``multiply`` before
+it), NCHW and NHWC depthwise convolution, NCHW, NHWC and channel-blocked max
 pooling, dense layers (a matrix-vector kernel up to :data:`DENSE_MAX_ROWS` rows), and
 matrix products (``nn.dense``, ``matmul``, ``nn.batch_matmul``, transposes read in place,
 one per-channel bias and scale and a residual applied as the output is written); each
@@ -144,6 +146,50 @@ def _pointwise_depthwise(call: KernelCall, following: Sequence[KernelCall],
                       first.calls + 1 + second.calls)
 
 
+def _scaled_pointwise(call: KernelCall, following: Sequence[KernelCall],
+                      num_threads: int) -> KernelPlan | None:
+    """A ``multiply`` scaling a pointwise convolution's data per image and channel, then the
+    convolution with its epilogue, as one kernel (``ph_conv2d_nchw_scaled``; FuseOps puts
+    them in one group), or None."""
+    if not following or following[0].name != "nn.conv2d" or len(call.inputs) != 2 \
+            or not all(isinstance(b, Buffer) and b.dtype == "float32"
+                       for b in call_buffers(call)):
+        return None
+    conv, scaled = following[0], call.outputs[0]
+    if not (_pointwise(conv) and same_buffer(cast(Buffer, conv.inputs[0]), scaled)):
+        return None
+    a, b = cast(tuple[Buffer, Buffer], call.inputs)
+    scale = b if a.shape == scaled.shape else a
+    n, c = scaled.shape[:2]
+    if scale.shape not in ((1, c, 1, 1), (n, c, 1, 1)) or scale.shape == scaled.shape:
+        return None
+    epilogue = match_epilogue(conv.outputs[0], following[1:], 1)
+    values = (*_conv2d_values(conv, num_threads), 0 if scale.shape[0] == 1 else c)
+    geometry = _constant(values, "int64")
+    size = native.library().conv2d_nchw_scaled_scratch(geometry.value.ctypes.data)
+    return KernelPlan(native_kernels.conv2d_nchw_scaled,
+                      (Scratch((size,), "float32") if size else None, None, geometry,
+                       _bounds(epilogue)), {"kernel_layout": "OIHW"},
+                      (conv.inputs[1], epilogue.bias, epilogue.residual, conv.outputs[0]),
+                      1 + epilogue.calls)
+
+
+def _conv2d_values(call: KernelCall, num_threads: int) -> tuple[int, ...]:
+    """The geometry of ``ph_conv2d_nchw`` (and ``ph_conv2d_nhwc``) for a convolution."""
+    attrs = cast(Conv2DAttrs, call.attrs)
+    data, weight = cast(tuple[Buffer, Buffer], call.inputs)
+    out, kl = call.outputs[0], attrs.kernel_layout
+    o, kh, kw = (weight.shape[kl.index(d)] for d in "OHW")
+    if attrs.data_layout == "NCHW":
+        n, c, h, w = data.shape
+        oh, ow = out.shape[2:]
+    else:
+        n, h, w, c = data.shape
+        oh, ow = out.shape[1:3]
+    return (n, c, h, w, o, oh, ow, kh, kw, *attrs.strides, *attrs.dilation,
+            *attrs.padding[:2], attrs.groups, num_threads)
+
+
 def _conv2d(call: KernelCall, following: Sequence[KernelCall],
             num_threads: int) -> KernelPlan | None:
     attrs = call.attrs
@@ -188,9 +234,7 @@ def _conv2d(call: KernelCall, following: Sequence[KernelCall],
         return None
     epilogue = match_epilogue(out, following, channel_axis)
     operands, bounds = _epilogue_parts(epilogue)
-    values = (n, c, h, w, o, oh, ow, kh, kw, *attrs.strides, *attrs.dilation,
-              *attrs.padding[:2], g, num_threads)
-    geometry = _constant(values, "int64")
+    geometry = _constant(_conv2d_values(call, num_threads), "int64")
     kernel = native_kernels.conv2d_nchw if layout == "NCHW" else native_kernels.conv2d_nhwc
     size = getattr(native.library(), f"{kernel.symbol}_scratch")(geometry.value.ctypes.data)
     cols = Scratch((size,), "float32") if size else None
@@ -319,7 +363,8 @@ def _dense_plan(out: Buffer, following: Sequence[KernelCall], rows: int, k: int,
 
 
 _PLANNERS = {"nn.conv2d": _conv2d, "nn.max_pool2d": _max_pool2d, "nn.dense": _dense,
-             "matmul": _matmul, "nn.batch_matmul": _batch_matmul}
+             "matmul": _matmul, "nn.batch_matmul": _batch_matmul,
+             "multiply": _scaled_pointwise}
 
 
 def native_plan(call: KernelCall, following: Sequence[KernelCall],

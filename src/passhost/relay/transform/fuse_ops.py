@@ -31,6 +31,15 @@ the one and filter it with the other; in one group, a target can compute them to
 that the wide tensor between them never goes to memory (the cpu target's chained kernel),
 and any other runs the two calls in order.
 
+Another keeps a broadcast before an anchor (config option ``relay.FuseOps.scale_pointwise``,
+on by default): a pointwise convolution (as above) absorbs the group of a lone ``multiply``
+producing its data when that scales the data per channel (one operand shaped like the
+result, the other ``[1 or N, C, 1, 1]``), as squeeze-and-excitation's ``x * gate`` before
+EfficientNet-B0's projection layers, and the convolution is its only user. A convolution is
+linear, so a target can fold the scale into the weights (``C x O`` products for the
+multiply's ``C x H x W``) instead of passing over the data; any other runs the two calls in
+order.
+
 Producers are tried in operand order and each is absorbed if the group built so far, with
 it, still keeps these rules (so ``add(conv_a, conv_b)`` takes one convolution, not both).
 A lone call cheap to compute again (injective, or a ``cast``) used several times joins the
@@ -58,6 +67,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, cast
 
+from attrs import frozen
+
 from passhost.errors import OptionError
 from passhost.ir import traversal
 from passhost.ir.expr import BaseExpr, GlobalVar
@@ -73,7 +84,7 @@ from passhost.relay.type_infer import infer_type
 from passhost.relay.visitor import post_order
 from passhost.transform.context import PassContext
 
-__all__ = ["CHAIN_DEPTHWISE", "MAX_DEPTH", "FuseOps"]
+__all__ = ["CHAIN_DEPTHWISE", "MAX_DEPTH", "SCALE_POINTWISE", "FuseOps"]
 
 _P = OpPattern
 _TO_ANY = frozenset({_P.ELEMWISE, _P.BROADCAST, _P.INJECTIVE, _P.OUT_ELEMWISE_FUSABLE,
@@ -95,6 +106,10 @@ MAX_DEPTH = OptionSpec("relay.FuseOps.max_depth", INT, 256,
 CHAIN_DEPTHWISE = OptionSpec("relay.FuseOps.chain_depthwise", BOOL, True,
                              "FuseOps groups a depthwise convolution with the 1x1 one "
                              "giving its data")
+#: The config option turning on the folding of per-channel scales into 1x1 convolutions.
+SCALE_POINTWISE = OptionSpec("relay.FuseOps.scale_pointwise", BOOL, True,
+                             "FuseOps groups a 1x1 convolution with the per-channel scaling "
+                             "of its data")
 
 
 @function_pass(opt_level=0, name="FuseOps", required=("InferType",))
@@ -118,9 +133,10 @@ class FuseOps:
                                  f"config option {MAX_DEPTH.name}")
         if ctx.opt_level == 0:
             depth = 1
-        chain = CHAIN_DEPTHWISE.check(
-            ctx.get_config(CHAIN_DEPTHWISE.name, CHAIN_DEPTHWISE.default), "config option")
-        return _fuse(func, depth, chain)
+        rules = _Rules(*(option.check(ctx.get_config(option.name, option.default),
+                                      "config option")
+                         for option in (CHAIN_DEPTHWISE, SCALE_POINTWISE)))
+        return _fuse(func, depth, rules)
 
 
 def _check_depth(value: object, what: str) -> int:
@@ -132,27 +148,37 @@ def _check_depth(value: object, what: str) -> int:
     return value
 
 
-def _fuse(func: Function, max_depth: int, chain: bool) -> Function:
-    """``func`` with its operator calls (and those of nested plain functions) grouped;
-    ``chain``: depthwise convolutions absorb pointwise ones (see the module's notes)."""
+@frozen
+class _Rules:
+    """The optional rules (see the module's notes): depthwise convolutions absorb pointwise
+    ones (``chain``), pointwise convolutions absorb per-channel scales of their data
+    (``scale``)."""
+
+    chain: bool
+    scale: bool
+
+
+def _fuse(func: Function, max_depth: int, rules: _Rules) -> Function:
+    """``func`` with its operator calls (and those of nested plain functions) grouped, the
+    optional ``rules`` applied."""
     infer_type(func)
     order = post_order(func.body, stop=lambda n: isinstance(n, Function))
     inner = [n for n in order if isinstance(n, Function)]
-    nested = {id(n): _fuse_nested(n, max_depth, chain) for n in inner}
+    nested = {id(n): _fuse_nested(n, max_depth, rules) for n in inner}
     calls = [n for n in order if _fusable(n)]
     if not calls and all(nested[id(n)] is n for n in inner):
         return func
     owner = _assign_groups(calls, _users(order, func.body), _all_users(order), max_depth,
-                           chain)
+                           rules)
     body = _rebuild(func.body, _build_groups(calls, owner), nested)
     return Function(func.params, body, func.ret_type, func.attrs, span=func.span)
 
 
-def _fuse_nested(func: Function, max_depth: int, chain: bool) -> Function:
+def _fuse_nested(func: Function, max_depth: int, rules: _Rules) -> Function:
     """A nested function fused on its own (Primitive and Composite ones as they are)."""
     if func.attrs.get("Primitive") or func.attrs.get("Composite"):
         return func
-    return _fuse(func, max_depth, chain)
+    return _fuse(func, max_depth, rules)
 
 
 def _fusable(node: BaseExpr) -> bool:
@@ -212,13 +238,14 @@ def _operands(call: Call) -> list[tuple[BaseExpr, BaseExpr]]:
 
 
 class _Group:
-    """A group while it is being grown: its number of calls, its kind (the pattern that
-    decides what may absorb it: its anchor's, else the widest of its calls') and, when its
-    anchor is out-elementwise-fusable, that anchor and its result shape."""
+    """A group while it is being grown: its output call, its number of calls, its kind (the
+    pattern that decides what may absorb it: its anchor's, else the widest of its calls')
+    and, when its anchor is out-elementwise-fusable, that anchor and its result shape."""
 
-    __slots__ = ("anchor", "anchor_shape", "kind", "size")
+    __slots__ = ("anchor", "anchor_shape", "kind", "output", "size")
 
     def __init__(self, call: Call) -> None:
+        self.output = call
         self.kind = _pattern(call)
         self.size = 1
         ty = call.checked_type
@@ -229,21 +256,21 @@ class _Group:
 
 def _assign_groups(calls: list[Call], users: dict[int, object],
                    all_users: dict[int, list[BaseExpr]], max_depth: int,
-                   chain: bool) -> dict[int, Call]:
+                   rules: _Rules) -> dict[int, Call]:
     """Call id -> the output call of its group; ``calls`` are in topological order."""
     groups: dict[int, _Group] = {}
     absorbed_by: dict[int, Call] = {}
     for call in calls:
         group = groups[id(call)] = _Group(call)
         allowed = _ABSORBS.get(group.kind, frozenset())
-        if chain and _depthwise(call):
-            data = call.args[0]
-            other = groups.get(id(data))
-            if other is not None and other.anchor is not None and _pointwise(other.anchor) \
-                    and id(data) not in absorbed_by and _sole_use(data, call, call, users) \
-                    and group.size + other.size <= max_depth:
-                group.size += other.size
-                absorbed_by[id(data)] = call
+        data = call.args[0] if call.args else None
+        other = None if data is None else groups.get(id(data))
+        if data is not None and other is not None and id(data) not in absorbed_by \
+                and _sole_use(data, call, call, users) \
+                and group.size + other.size <= max_depth \
+                and _absorbs_data(call, other, rules):
+            group.size += other.size
+            absorbed_by[id(data)] = call
         if not allowed:
             continue
         for operand, user in _operands(call):
@@ -292,6 +319,33 @@ def _depthwise(call: Call) -> bool:
     data, out = call.args[0].checked_type, call.checked_type
     return (isinstance(data, TensorType) and isinstance(out, TensorType) and data.ndim == 4
             and cast(Conv2DAttrs, call.attrs).groups == data.shape[1] == out.shape[1] > 1)
+
+
+def _channel_scale(call: Call) -> bool:
+    """True for a ``multiply`` of a 4-D tensor shaped like its result by one value per
+    channel (``[1 or N, C, 1, 1]``), in either order."""
+    out = call.checked_type
+    if getattr(call.op, "name", None) != "multiply" or not isinstance(out, TensorType) \
+            or out.ndim != 4:
+        return False
+    types = [a.checked_type for a in call.args]
+    if not all(isinstance(t, TensorType) for t in types):
+        return False
+    shapes = [tuple(cast(TensorType, t).shape) for t in types]
+    n, c = out.shape[:2]
+    scales = {(1, c, 1, 1), (n, c, 1, 1)} - {tuple(out.shape)}
+    return any(shapes[i] == tuple(out.shape) and shapes[1 - i] in scales for i in (0, 1))
+
+
+def _absorbs_data(call: Call, data: _Group, rules: _Rules) -> bool:
+    """True when an optional rule lets ``call`` absorb ``data``, the group producing its
+    first operand: a depthwise convolution a pointwise one's (``rules.chain``), a
+    pointwise convolution a lone per-channel scale (``rules.scale``)."""
+    if rules.chain and _depthwise(call):
+        return data.anchor is not None and _pointwise(data.anchor)
+    if rules.scale and _pointwise(call):
+        return data.size == 1 and _channel_scale(data.output)
+    return False
 
 
 def _recomputable(call: Call) -> bool:

@@ -10,7 +10,7 @@ __all__ = ["ABI_SYMBOL", "ABI_VERSION", "INSTALLED", "SOURCES", "STEM", "kernel_
 
 #: The C function returning the library's ABI version, and the version the plugin expects.
 ABI_SYMBOL = "ph_abi_version"
-ABI_VERSION = 12
+ABI_VERSION = 13
 #: The folder of the kernels' C files (package data).
 SOURCES = Path(__file__).with_name("kernels")
 #: The folder the plugin's build step compiles the library into at install time.

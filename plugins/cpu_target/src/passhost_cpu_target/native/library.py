@@ -26,6 +26,8 @@ _SIGNATURES: dict[str, tuple[int, Any]] = {
     "ph_conv2d_nchwc_scratch": (1, ctypes.c_int64),
     "ph_conv2d_nchwc_prepared": (1, ctypes.c_int64),
     "ph_conv2d_nchwc_prepare": (3, ctypes.c_int),
+    "ph_conv2d_nchw_scaled": (9, ctypes.c_int),
+    "ph_conv2d_nchw_scaled_scratch": (1, ctypes.c_int64),
     "ph_depthwise_nchw": (7, ctypes.c_int),
     "ph_depthwise_nhwc": (7, None),
     "ph_pointwise_depthwise": (10, ctypes.c_int),

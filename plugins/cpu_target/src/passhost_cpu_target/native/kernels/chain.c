@@ -100,7 +100,7 @@ static void chain_task(void *arg, i64 t) {
   chain_job *job = arg;
   float **path_buf = &job->bufs[ph_worker_index()];
   if (!*path_buf) *path_buf = aligned_floats(job->floats, 1);
-  float *mid = thread_buffer(THREAD_CHAIN, chain_floats(job));
+  float *mid = thread_buffer(THREAD_STAGE, chain_floats(job));
   if (!*path_buf || !mid) {
     atomic_store(&job->failed, 1);
     return;
@@ -158,7 +158,7 @@ int ph_pointwise_depthwise(const float *x, const float *prep, const float *bias,
         pointwise_depthwise(x, prep, bias, wd, dbias, res, y, g, bounds, dbounds));
   i64 pg[17];
   pointwise_geometry(g, pg);
-  float *mid = thread_buffer(THREAD_CHAIN, g[12] * g[13] * g[0] * g[1]);
+  float *mid = thread_buffer(THREAD_STAGE, g[12] * g[13] * g[0] * g[1]);
   if (!mid) return -1;
   const int status = ph_conv2d_nchw(x, prep, mid, bias, NULL, NULL, pg, bounds);
   return status ? status : ph_depthwise_nchw(mid, wd, y, dbias, res, g, dbounds);

@@ -551,6 +551,19 @@ i64 ph_conv2d_nchw_prepared(const i64 *g) {
   }
 }
 
+i64 prepared_lanes(const i64 *g) {
+  const conv_geom cv = product_geometry(g);
+  if (cv.groups != 1 || !direct_conv(&cv)) return 0;
+  switch (path_of(&cv)) {
+  case CONV_TRANSPOSED:
+    return TO;
+  case CONV_PACKED:
+    return MR;
+  default:
+    return 0;
+  }
+}
+
 /* Prepares OIHW weights w for ph_conv2d_nchw into `prep`: per group, the O/G x K weight
  * matrix in panels (pack_panels); for Winograd, the 16 transformed matrices (G g G^T)[xi],
  * each O x C in panels. Returns 0, or -1 when memory runs out. */

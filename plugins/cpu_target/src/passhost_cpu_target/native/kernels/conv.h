@@ -68,6 +68,12 @@ static inline void copy_block(float *restrict tile, const float *restrict src, c
  * are zero. */
 PH_HIDDEN void pack_panels(float *restrict ap, const float *restrict w, i64 m, i64 k);
 
+/* For the weights ph_conv2d_nchw_prepare gives an ungrouped direct 1x1 convolution of
+ * geometry g, the floats of each of their rows, which run along the reduction (element i
+ * then weighs input channel (i / lanes) % K): the packed panels' MR, the transposed form's
+ * TO; 0 for any other convolution or path. */
+PH_HIDDEN i64 prepared_lanes(const i64 *g);
+
 /* The wide-grid path (implicit.c): whether it fits (conv.c's path_of asks it after
  * Winograd, before the transposed form), the floats of its scratch, and the convolution. */
 PH_HIDDEN int use_implicit(const conv_geom *cv);

@@ -241,9 +241,10 @@ typedef struct {
 #define PH_HIDDEN __attribute__((visibility("hidden")))
 PH_HIDDEN float *aligned_floats(i64 n, int zero);
 /* The calling thread's buffers (thread_buffer): the kernels' work buffer (thread_scratch,
- * for the tasks a kernel runs), and the middle tensor of a chain of kernels that the
- * calling thread runs one after another (chain.c). */
-enum { THREAD_WORK, THREAD_CHAIN, THREAD_BUFFERS };
+ * for the tasks a kernel runs), and what one stage of a kernel made of two leaves for the
+ * next: the middle tensor of a chain (chain.c), a scaled convolution's scaled weights or
+ * data (scaled.c). */
+enum { THREAD_WORK, THREAD_STAGE, THREAD_BUFFERS };
 PH_HIDDEN float *thread_buffer(int slot, i64 n);
 PH_HIDDEN float *thread_scratch(i64 n);
 PH_HIDDEN void activate(float *y, i64 rows, i64 ld, i64 n, int act);
@@ -269,6 +270,10 @@ i64 ph_conv2d_nchwc_prepared(const i64 *g);
 int ph_conv2d_nchwc_prepare(const float *w, float *prep, const i64 *g);
 int ph_conv2d_nchwc(const float *x, const float *prep, float *y, const float *bias,
                     const float *res, float *cols, const i64 *g, const float *bounds);
+i64 ph_conv2d_nchw_scaled_scratch(const i64 *g);
+int ph_conv2d_nchw_scaled(const float *x, const float *s, const float *prep, float *y,
+                          const float *bias, const float *res, float *cols, const i64 *g,
+                          const float *bounds);
 int ph_depthwise_nchw(const float *x, const float *w, float *y, const float *bias,
                       const float *res, const i64 *g, const float *bounds);
 void ph_depthwise_nhwc(const float *x, const float *w, float *y, const float *bias,

@@ -4,7 +4,7 @@
 #include <time.h>
 
 /* Bumped whenever a signature changes; the loader refuses a library with another value. */
-int ph_abi_version(void) { return 12; }
+int ph_abi_version(void) { return 13; }
 
 /* ---------------------------------------------------------------------------------------
  * Steps: each kernel in packed form, int32_t f(void *const *args) with its arguments in
@@ -21,6 +21,9 @@ int32_t ph_conv2d_nhwc__packed(void *const *a) {
 }
 int32_t ph_conv2d_nchwc__packed(void *const *a) {
   return ph_conv2d_nchwc(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+}
+int32_t ph_conv2d_nchw_scaled__packed(void *const *a) {
+  return ph_conv2d_nchw_scaled(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
 }
 int32_t ph_depthwise_nchw__packed(void *const *a) {
   return ph_depthwise_nchw(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
