@@ -114,6 +114,24 @@ def test_a_source_that_does_not_compile_names_the_compiler_error(tmp_path):
     assert not any((tmp_path / "cache").iterdir())
 
 
+def test_a_build_that_falls_back_to_later_flags_says_why(tmp_path):
+    unused = tmp_path / "unused.c"
+    unused.write_text(SOURCE + "int unused(void) { int x; return 0; }\n")
+    flag_sets = [("-O2", "-Wall", "-Werror"), ("-O2",)]
+    with pytest.warns(build.NativeBuildWarning, match=r"(?s)built with -O2, after .*"
+                      r"-Wall -Werror: .*unused variable"):
+        lib = build.load_or_build(unused, "ph_abi_version", 7, directory=tmp_path / "cache",
+                                  flag_sets=flag_sets)
+    assert _twice(lib, 5) == 10
+    with pytest.warns(build.NativeBuildWarning):  # the cached copy too: the flags still fail
+        build.load_or_build(unused, "ph_abi_version", 7, directory=tmp_path / "cache",
+                            flag_sets=flag_sets)
+    with warnings.catch_warnings():  # the preferred flags working: no warning
+        warnings.simplefilter("error")
+        build.load_or_build(unused, "ph_abi_version", 7, directory=tmp_path / "cache",
+                            flag_sets=flag_sets[1:])
+
+
 #: A library of two units and the header they share.
 UNITS = {"shared.h": "int twice(int x);\n",
          "abi.c": '#include "shared.h"\nint ph_abi_version(void) { return 7; }\n',

@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
-__all__ = ["EXTRA_FLAGS_VAR", "FLAG_SETS", "NativeBuildError",
+__all__ = ["EXTRA_FLAGS_VAR", "FLAG_SETS", "NativeBuildError", "NativeBuildWarning",
            "NativeCacheWarning", "Source", "cache_dir", "extra_flags", "find_compiler",
            "load_or_build", "safe_directory"]
 
@@ -77,6 +77,10 @@ class NativeBuildError(RuntimeError):
 
 class NativeCacheWarning(UserWarning):
     """The cache directory is unsafe or unusable; a private temporary directory is used."""
+
+
+class NativeBuildWarning(UserWarning):
+    """The first flags of a build failed; its library was built with later, slower ones."""
 
 
 def cache_dir() -> Path:
@@ -337,7 +341,8 @@ def load_or_build(source: Source, abi_symbol: str, abi: int, *,
     one of the same build, else the cache's, else compiled into the cache with the first of
     ``flag_sets`` that works, plus the flags of :data:`EXTRA_FLAGS_VAR`. ``abi_symbol``
     names a C function returning ``abi``; a cached library that fails to load or returns
-    another number is rebuilt."""
+    another number is rebuilt. A library built or loaded with any but the first flags comes
+    with a :class:`NativeBuildWarning` saying why the earlier ones failed."""
     files, stem = _files(source, stem)
     compiler = compiler or find_compiler()
     if compiler is None:
@@ -352,20 +357,31 @@ def load_or_build(source: Source, abi_symbol: str, abi: int, *,
                 if lib is not None:
                     return lib
     directory = safe_directory(directory or cache_dir())
-    errors = []
+    errors: list[str] = []
     for flags in all_flags:
         path = _library_path(directory, stem, files, identity, flags)
         if path.exists():
             lib = _load(path, abi_symbol, abi) if _intact(path) else None
             if lib is not None:
-                return lib
+                return _fell_back(lib, stem, flags, errors)
             path.unlink(missing_ok=True)
             _digest_path(path).unlink(missing_ok=True)
         problem = _compile(compiler, files, flags, path)
         if problem is None:
             lib = _load(path, abi_symbol, abi)
             if lib is not None:
-                return lib
+                return _fell_back(lib, stem, flags, errors)
             problem = f"the compiled library {path} does not load or has another ABI"
         errors.append(f"{compiler} {' '.join(flags)}: {problem}")
     raise NativeBuildError(f"cannot build {stem} in {directory}:\n" + "\n".join(errors))
+
+
+def _fell_back(lib: ctypes.CDLL, stem: str, flags: Sequence[str],
+               errors: Sequence[str]) -> ctypes.CDLL:
+    """``lib``, built with ``flags``, after one :class:`NativeBuildWarning` naming the
+    earlier flags that failed (``errors``) when there are any."""
+    if errors:
+        warnings.warn(NativeBuildWarning(
+            f"{stem} was built with {' '.join(flags)}, after its preferred flags failed "
+            f"(it may run slower):\n" + "\n".join(errors)), stacklevel=3)
+    return lib
