@@ -100,7 +100,7 @@ static struct {
   _Atomic(void *) ctx;
   _Atomic int helpers;                  /* workers that may take part (threads - 1) */
   _Atomic fp_mode mode;                 /* the caller's floating-point mode */
-} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER};
+} pool = {.busy = PTHREAD_MUTEX_INITIALIZER, .grow = PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local int in_task;
 
