@@ -102,26 +102,28 @@ window_geom window_geometry(const i64 *g) {
   return wg;
 }
 
-void phase_planes(float *restrict pp, const float *restrict x, const window_geom *wg,
-                         float fill) {
-  for (i64 ry = 0; ry < wg->sh; ry++) {
-    for (i64 rx = 0; rx < wg->sw; rx++) {
-      float *phase = pp + (ry * wg->sw + rx) * wg->phase;
-      i64 lo, hi;
-      valid_range(wg->wq, wg->sw, rx - wg->pl, wg->w, &lo, &hi);
-      for (i64 i = 0; i < wg->hq; i++) {
-        float *d = phase + i * wg->wq;
-        const i64 iy = i * wg->sh + ry - wg->pt;
-        if (iy < 0 || iy >= wg->h) {
-          for (i64 j = 0; j < wg->wq; j++) d[j] = fill;
-          continue;
-        }
-        for (i64 j = 0; j < lo; j++) d[j] = fill;
-        strided_copy(d + lo, x + iy * wg->w + lo * wg->sw + rx - wg->pl, hi - lo, wg->sw);
-        for (i64 j = hi; j < wg->wq; j++) d[j] = fill;
-      }
+void phase_plane(float *restrict phase, const float *restrict x, const window_geom *wg,
+                 float fill, i64 ry, i64 rx) {
+  i64 lo, hi;
+  valid_range(wg->wq, wg->sw, rx - wg->pl, wg->w, &lo, &hi);
+  for (i64 i = 0; i < wg->hq; i++) {
+    float *d = phase + i * wg->wq;
+    const i64 iy = i * wg->sh + ry - wg->pt;
+    if (iy < 0 || iy >= wg->h) {
+      for (i64 j = 0; j < wg->wq; j++) d[j] = fill;
+      continue;
     }
+    for (i64 j = 0; j < lo; j++) d[j] = fill;
+    strided_copy(d + lo, x + iy * wg->w + lo * wg->sw + rx - wg->pl, hi - lo, wg->sw);
+    for (i64 j = hi; j < wg->wq; j++) d[j] = fill;
   }
+}
+
+void phase_planes(float *restrict pp, const float *restrict x, const window_geom *wg,
+                  float fill) {
+  for (i64 ry = 0; ry < wg->sh; ry++)
+    for (i64 rx = 0; rx < wg->sw; rx++)
+      phase_plane(pp + (ry * wg->sw + rx) * wg->phase, x, wg, fill, ry, rx);
 }
 
 /* Offset in the phase planes of tap t = ky * kw + kx, for wide output 0. */

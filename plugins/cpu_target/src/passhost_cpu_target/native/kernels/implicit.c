@@ -171,21 +171,28 @@ typedef struct {
   _Atomic int failed;
 } implicit_job;
 
-/* Task t of image b's phase planes: a contiguous share of the channels, the last task also
- * zeroing the slack past the last channel. */
+/* The items of image b's phase planes: each channel's phases, then the slack past the last
+ * channel. Per phase, not per channel: a stem's three channels in two tasks gave one thread
+ * twice the other's share. */
+static i64 implicit_plane_items(const conv_geom *cv) { return cv->c * cv->sh * cv->sw + 1; }
+
+/* Task t of image b's phase planes: a contiguous share of the items (a channel's phase, or
+ * the slack past the last channel, zeroed). */
 static void implicit_planes(void *arg, i64 t) {
   const implicit_job *job = arg;
   const conv_geom *cv = job->cv;
-  const i64 channel = implicit_channel(job->wg);
-  i64 c0, c1;
-  part_range(cv->c + 1, job->tasks, t, &c0, &c1);
-  for (i64 c = c0; c < c1; c++) {
-    if (c == cv->c) /* the slack past the last channel */
-      memset(job->planes + c * channel, 0,
-             (size_t)(implicit_floats(cv) - c * channel) * sizeof(float));
+  const window_geom *wg = job->wg;
+  const i64 phases = cv->sh * cv->sw, slack = cv->c * phases;
+  i64 u0, u1;
+  part_range(implicit_plane_items(cv), job->tasks, t, &u0, &u1);
+  for (i64 u = u0; u < u1; u++) {
+    if (u == slack)
+      memset(job->planes + u * wg->phase, 0,
+             (size_t)(implicit_floats(cv) - u * wg->phase) * sizeof(float));
     else
-      phase_planes(job->planes + c * channel, job->x + (job->b * cv->c + c) * cv->h * cv->w,
-                   job->wg, 0.0f);
+      phase_plane(job->planes + u * wg->phase,
+                  job->x + (job->b * cv->c + u / phases) * cv->h * cv->w, wg, 0.0f,
+                  u % phases / cv->sw, u % phases % cv->sw);
   }
 }
 
@@ -234,7 +241,7 @@ int conv2d_implicit(const conv_geom *cv, const float *x, const float *wp, float 
   atomic_init(&job.failed, 0);
   for (i64 b = 0; b < cv->n && !atomic_load(&job.failed); b++) {
     job.b = b;
-    job.tasks = split_tasks(cv->c + 1, implicit_floats(cv) * COPY_WORK, nt);
+    job.tasks = split_tasks(implicit_plane_items(cv), implicit_floats(cv) * COPY_WORK, nt);
     ph_parallel(job.tasks, nt, implicit_planes, &job);
     job.tasks = split_tasks(items, work, nt);
     ph_parallel(job.tasks, nt, implicit_products, &job);

@@ -251,6 +251,9 @@ PH_HIDDEN void activate(float *y, i64 rows, i64 ld, i64 n, int act);
 PH_HIDDEN window_geom window_geometry(const i64 *g);
 PH_HIDDEN void phase_planes(float *restrict pp, const float *restrict x, const window_geom *wg,
                             float fill);
+/* Phase (ry, rx) of phase_planes alone, into `phase` (its Hq x Wq floats). */
+PH_HIDDEN void phase_plane(float *restrict phase, const float *restrict x, const window_geom *wg,
+                           float fill, i64 ry, i64 rx);
 PH_HIDDEN void tap_offsets(i64 *off, const window_geom *wg);
 
 /* The library's entry points (see each one's definition). */
