@@ -36,7 +36,7 @@ on by default): a pointwise convolution (as above) absorbs the group of a lone `
 producing its data when that scales the data per channel (one operand shaped like the
 result, the other ``[1 or N, C, 1, 1]``), as squeeze-and-excitation's ``x * gate`` before
 EfficientNet-B0's projection layers, and the convolution is its only user. A convolution is
-linear, so a target can fold the scale into the weights (``C x O`` products for the
+linear, so a target can fold the scale into the weights (``O x C`` products for the
 multiply's ``C x H x W``) instead of passing over the data; any other runs the two calls in
 order.
 
