@@ -82,13 +82,15 @@ def with_conv_layout(mod: IRModule, params: dict[str, np.ndarray], layout: str) 
 
 
 def passhost_executor(mod: IRModule, params: dict[str, np.ndarray], threads: int,
-                      inputs: dict[str, np.ndarray], layout: str | None = None) -> Executor:
+                      inputs: dict[str, np.ndarray], layout: str | None = None,
+                      config: dict[str, Any] | None = None) -> Executor:
     """passhost's executor for ``mod`` (as ``from_onnx`` returns it, with ``params``) on
-    ``cpu -num-threads=threads`` (opt_level 3), with ``inputs`` set (arrays by name); with
-    ``layout``, its convolutions converted to it first (:func:`with_conv_layout`)."""
+    ``cpu -num-threads=threads`` (opt_level 3, PassContext ``config`` options), with
+    ``inputs`` set (arrays by name); with ``layout``, its convolutions converted to it first
+    (:func:`with_conv_layout`)."""
     if layout:
         mod, params = with_conv_layout(mod, params, layout), {}
-    with PassContext(opt_level=3):
+    with PassContext(opt_level=3, config=config or {}):
         compiled = passhost.build(mod, f"cpu -num-threads={threads}", params)
     executor = compiled.executor()
     for name, value in inputs.items():
