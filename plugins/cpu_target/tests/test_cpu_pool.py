@@ -1,7 +1,8 @@
 """The kernels' thread pool (``native/kernels/pool.c``), which runs every parallel loop of the
 kernel library: right results on two threads, with several Python threads running models at
 once (one takes the pool, the others run alone), and in a child process forked after the
-pool's workers started (it has none of them and must start its own); every kernel path at
+pool's workers started (it has none of them and must start its own); idle workers asleep,
+not spinning; every kernel path at
 two threads equal, bit for bit, to one thread and close to the reference interpreter; and
 the pool itself (``pool_driver.c``) under AddressSanitizer, UndefinedBehaviorSanitizer and
 ThreadSanitizer: each task once, thread numbers below the job's thread count."""
@@ -9,9 +10,11 @@ ThreadSanitizer: each task once, thread numbers below the job's thread count."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -78,6 +81,34 @@ def test_python_threads_running_models_at_once_get_their_own_results():
     for worker in workers:
         worker.join()
     assert failures == []
+
+
+def _pool_cpu_seconds() -> float:
+    """CPU seconds the pool's workers ("passhost-pool" threads) of this process have used."""
+    ticks = 0
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            if (task / "comm").read_text().strip() != "passhost-pool":
+                continue
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads Linux's /proc")
+def test_idle_workers_go_to_sleep_instead_of_taking_a_core():
+    compiled, expected = _layer(2)
+    executor = compiled.executor()
+    for data in _inputs(20):
+        np.testing.assert_allclose(executor(data)[0], expected(data), rtol=1e-4, atol=1e-4)
+    assert any((task / "comm").read_text().strip() == "passhost-pool"
+               for task in Path("/proc/self/task").iterdir())
+    before = _pool_cpu_seconds()
+    time.sleep(1.0)
+    # workers spin ~50 us and yield 1 ms after their last job, then sleep on a futex
+    assert _pool_cpu_seconds() - before < 0.2
 
 
 def _run_in_child(compiled, data, expected, queue) -> None:

@@ -14,7 +14,9 @@
  * splits a loop into near-equal contiguous tasks, at least `threads` where the work allows
  * and more while each stays coarse (split_tasks in kernels.h); a phase that must finish
  * before the next one starts (packing, then products) is one call per phase. Workers spin
- * for a short while after a job (~20-50 us), then sleep on a futex. ph_worker_index()
+ * for a short while after a job (~20-50 us), then yield their core to anything else that
+ * wants it, looking for the next job between yields, for up to POOL_YIELD_NS, then sleep
+ * on a futex. ph_worker_index()
  * numbers the threads of a job (0 the caller, 1 .. threads - 1 the workers taking part),
  * for buffers of one thread each. One caller uses the pool at a time; a second caller
  * meanwhile, a call from inside a task of a job on the pool, and builds without OpenMP (the
@@ -49,6 +51,7 @@ void ph_pool_parallel(int64_t tasks, int threads, void (*fn)(void *, int64_t), v
 #include <sched.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define POOL_MAX_WORKERS 255
@@ -59,8 +62,17 @@ void ph_pool_parallel(int64_t tasks, int threads, void (*fn)(void *, int64_t), v
 #else
 #define SPIN_HINT() ((void)0)
 #endif
-/* How many times a worker looks for the next job before it sleeps (~20-50 us). */
+/* How many times a worker looks for the next job before it yields (~20-50 us). */
 #define POOL_SPINS 2000
+/* How long a worker then yields its core between looks before it sleeps. A worker asleep
+ * leaves its CPU idle, and on virtual machines waking an idle CPU is slow: on the 2-vCPU
+ * VM of 2026-11-27, MobileNetV2 at two threads, one inference 0.1 s after the last, took
+ * 8-11 ms where a loop of them took 5 (one thread: 7.8), its worker falling asleep 4-23
+ * times between the inference's 52 jobs and taking as few as 1 of its 284 tasks; the second
+ * of two inferences took 9-11 ms too. Yielding for 1 ms instead: 5.4-6.3 ms (a few 8-10 ms,
+ * where the scheduler had put both threads on one CPU), the second 5.3 ms; onnxruntime's
+ * 5.1 and 4.8. A yielding worker takes no time that another thread wants. */
+#define POOL_YIELD_NS ((i64)1000000)
 /* The claim word: the job's generation, then the first and last + 1 of the tasks nobody has
  * claimed yet, 16 bits each; jobs of more tasks run them in groups. */
 #define POOL_MAX_TASKS ((i64)0xffff)
@@ -104,6 +116,13 @@ static struct {
 
 static _Thread_local int in_task;
 
+/* The monotonic clock in nanoseconds. */
+static i64 now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (i64)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
 static void futex_wait(_Atomic uint32_t *addr, uint32_t seen) {
   syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
 }
@@ -144,6 +163,11 @@ static void *worker(void *arg) {
     uint64_t gen = last;
     for (int spin = 0; spin < POOL_SPINS && gen == last; spin++) {
       SPIN_HINT();
+      gen = atomic_load_explicit(&pool.word, memory_order_acquire) >> 32;
+    }
+    for (const i64 until = gen == last ? now_ns() + POOL_YIELD_NS : 0;
+         gen == last && now_ns() < until;) {
+      sched_yield();
       gen = atomic_load_explicit(&pool.word, memory_order_acquire) >> 32;
     }
     if (gen == last) {
