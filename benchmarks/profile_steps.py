@@ -12,8 +12,8 @@ the pool's workers may have gone to sleep in between). It prints the total per i
 and the time per kind of step (the PrimFunc name without its number), largest first. With
 ``--ort``, onnxruntime's own profiler times the same model on the same threads over R
 inferences after two untimed, in turns with passhost's (one inference each per round,
-after a pause and an untimed one: this machine's speed drifts by up to 1.6x within a
-minute, and two profiles taken one after the other compared different phases), and its
+after a pause and 20 ms of untimed ones: this machine's speed drifts by up to 1.6x within
+a minute, and two profiles taken one after the other compared different phases), and its
 time per operator type follows (the
 kernels' time: no session overhead). With ``--steps``, every step is listed in order (with
 its output's shape) instead of the kinds, and onnxruntime's nodes in order (with their
@@ -26,8 +26,10 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -105,22 +107,36 @@ class _PasshostSteps:
 
 #: Before each runtime's turn in a round: a pause, since the other runtime's idle threads
 #: may spin for tens of milliseconds after its run and take the cores (onnxruntime's do:
-#: MobileNetV2 at two threads took 2x its time run right after onnxruntime's), then one
-#: untimed inference, so that caches and threads are warm again after the other's.
+#: MobileNetV2 at two threads took 2x its time run right after onnxruntime's), then
+#: untimed inferences for at least SETTLE_S, so that caches and threads are warm again
+#: after the other's: with one untimed inference before each timed one, passhost's
+#: MobileNetV2 at two threads read 10.0 ms where a loop of inferences took 5.3 (machine of
+#: 2026-11-27: after an idle spell, its CPUs take a while to run at full speed again).
 QUIET_S = 0.1
+SETTLE_S = 0.02
 
 
-def _ort_result(events: list[dict[str, Any]], runs: int, steps: bool) -> dict[str, float]:
+def _warm_runs(run: Callable[[], object]) -> int:
+    """How many untimed runs of ``run`` (timed once here) fill :data:`SETTLE_S`: at least
+    one."""
+    start = time.perf_counter()
+    run()
+    return max(1, math.ceil(SETTLE_S / (time.perf_counter() - start)))
+
+
+def _ort_result(events: list[dict[str, Any]], runs: int, warm: int, steps: bool,
+                ) -> dict[str, float]:
     """onnxruntime's milliseconds per inference by operator type (or by node, in the order
-    they ran) and ``"total"``, from its profiler's node events: the first two runs
-    (untimed) left out, then each round's first (its warm-up)."""
+    they ran) and ``"total"``, from its profiler's node events: the first three runs
+    (untimed) left out, then each round's ``warm`` first ones (its warm-up)."""
     seconds: collections.Counter[str] = collections.Counter()
     seen: collections.Counter[str] = collections.Counter()
     for event in events:
         if event.get("cat") != "Node" or not event["name"].endswith("_kernel_time"):
             continue
         seen[event["name"]] += 1
-        if seen[event["name"]] > 2 and seen[event["name"]] % 2 == 0:  # runs in order
+        run = seen[event["name"]] - 4  # runs in order; the first three untimed
+        if run >= 0 and run % (warm + 1) == warm:
             seconds[_node_key(event) if steps else event["args"]["op_name"]] += \
                 event["dur"] * 1e-6
     order = seconds.items() if steps else seconds.most_common()
@@ -135,9 +151,9 @@ def profiles(name: str, threads: int, runs: int, cache: Path, unbound: bool = Fa
     times every step called alone instead of inside the executor's runs; ``steps`` gives
     each step in order instead of the kinds) and, with ``ort``, onnxruntime's by
     operator type or node; ``layout`` converts passhost's convolutions to it first. The two
-    are timed in turns, one inference each per round
-    after a pause and a warm-up inference (:data:`QUIET_S`), so that both sample the same
-    phases of a machine whose speed drifts."""
+    are timed in turns, one inference each per round after a pause and untimed ones
+    (:data:`QUIET_S`), so that both sample the same phases of a machine whose speed
+    drifts."""
     timer = _PasshostSteps(name, threads, cache, unbound, steps, layout)
     if not ort:
         for _ in range(runs):
@@ -152,13 +168,16 @@ def profiles(name: str, threads: int, runs: int, cache: Path, unbound: bool = Fa
         def ort_run() -> None:
             session.run(None, inputs)
 
+        turns = ((timer.executor.run, timer.time_once, _warm_runs(timer.executor.run)),
+                 (ort_run, ort_run, _warm_runs(ort_run)))
         for _ in range(runs):
-            for warm, timed in ((timer.executor.run, timer.time_once), (ort_run, ort_run)):
+            for warm, timed, count in turns:
                 time.sleep(QUIET_S)
-                warm()
+                for _ in range(count):
+                    warm()
                 timed()
         events = json.loads(Path(session.end_profiling()).read_text())
-    return timer.result(runs), _ort_result(events, runs, steps)
+    return timer.result(runs), _ort_result(events, runs, turns[1][2], steps)
 
 
 def _node_key(event: dict[str, Any]) -> str:
