@@ -1,7 +1,7 @@
 """The chained pointwise-depthwise kernel: a 1x1 convolution and the depthwise convolution of
 its result, which FuseOps puts in one group, run as one native call
 (``ph_pointwise_depthwise``) and give the reference interpreter's numbers. Planes chained
-(of at least 2048 floats, whole column blocks and a partial last one) and planes run
+(of at least 784 floats, 28x28, whole column blocks and a partial last one) and planes run
 through the two kernels in turn; every depthwise path that takes a plane at a time (3x3
 and 5x5 "same", stride 2, tap by tap) and the small-plane one; activations and clamps on
 both layers, a residual on the depthwise one, batches, one and two threads."""
@@ -72,7 +72,8 @@ CASES = [  # n, cin, c, h, w, k, stride, pad
     (1, 6, 12, 50, 41, 5, 2, 2),     # chained, 5x5 stride 2, a partial block
     (1, 7, 11, 46, 46, 5, 1, 2),     # chained, "same" 5x5
     (1, 4, 10, 64, 40, 3, 1, 0),     # chained, unpadded: tap by tap
-    (1, 12, 30, 28, 28, 3, 1, 1),    # two kernels, "same" 3x3
+    (1, 12, 30, 28, 28, 3, 1, 1),    # chained, the smallest plane that is
+    (1, 12, 30, 27, 29, 3, 1, 1),    # two kernels, "same" 3x3, one float short of it
     (2, 9, 17, 14, 14, 3, 2, 1),     # two kernels, stride 2 into a small plane
     (1, 20, 40, 7, 7, 3, 1, 1),      # two kernels, the small-plane path
 ]
