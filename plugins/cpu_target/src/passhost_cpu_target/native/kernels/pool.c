@@ -158,7 +158,6 @@ static void *worker(void *arg) {
   uint64_t last = 0;
   in_task = 1;
   thread_index = index + 1;
-  pthread_setname_np(pthread_self(), "passhost-pool"); /* what top and debuggers show */
   for (;;) {
     uint64_t gen = last;
     for (int spin = 0; spin < POOL_SPINS && gen == last; spin++) {
@@ -201,6 +200,9 @@ static int ensure_workers(int want) {
     const int failed = pthread_create(&thread, &attr, worker, (void *)(intptr_t)have);
     pthread_attr_destroy(&attr);
     if (failed) break;
+    /* what top and debuggers show; named here, so that the name is there when the job that
+     * started the worker returns (named by itself, it could still be "python" then) */
+    pthread_setname_np(thread, "passhost-pool");
     atomic_store(&pool.workers, have + 1);
   }
   pthread_mutex_unlock(&pool.grow);
