@@ -166,12 +166,13 @@ def test_conv_bias_residual_relu_run_as_one_native_call(threads):
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(("n", "c", "o", "hw"), [(1, 300, 40, 7), (2, 256, 70, 10),
-                                                 (1, 260, 32, 5), (1, 256, 17, 3)])
+                                                 (1, 260, 32, 5), (1, 256, 17, 3),
+                                                 (2, 384, 64, 14), (1, 160, 33, 14)])
 def test_pointwise_conv_on_small_planes_applies_bias_residual_and_clip(threads, n, c, o, hw):
     """1x1 convolutions with long reductions over planes that whole column blocks would
-    overshoot by a fifth (taken transposed, vectors along the output channels): planes that
-    tiles divide and do not, a partial panel of output channels, batches; the epilogue
-    applied after the transpose."""
+    overshoot by an eighth or more (taken transposed, vectors along the output channels):
+    7x7 to 14x14 (MobileNetV2's 384 -> 64 projection), planes that tiles divide and do not,
+    a partial panel of output channels, batches; the epilogue applied after the transpose."""
     data, weight = RNG.uniform(-1, 1, (n, c, hw, hw)), RNG.uniform(-1, 1, (o, c, 1, 1))
     bias, res = RNG.uniform(-1, 1, (o, 1, 1)), RNG.uniform(-1, 1, (n, o, hw, hw))
     got, expected, source = _fused(

@@ -173,14 +173,19 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
 
 /* ---------------------------------------------------------------------------------------
  * Ungrouped convolutions with long reductions over planes that whole NR-column blocks would
- * overshoot by a fifth or more (a 7x7 plane is 49 columns of 64 computed): the product is taken
+ * overshoot by an eighth or more (a 7x7 plane is 49 columns of 64 computed, a 14x14 one 196 of
+ * 224): the product is taken
  * transposed, out^T[P, O] = X^T[P, K] x W^T[K, O], with vectors along the output channels (the
  * weights, prepared as panels of TO channels: wt[(q * K + k) * TO + j] = W[q * TO + j][k]) and each
  * tile's rows TP consecutive positions whose inputs are broadcast from the column matrix: the data
  * itself for a 1x1 convolution, gathered once per image otherwise. Tiles are as few as TP_MAX rows
  * allow and as even as the plane allows (transposed_rows); each tile is transposed back through the
- * epilogue, which is what the long reduction pays for. (At 14x14, where blocks waste an eighth, the
- * transposed form ran slower inside MobileNetV2 at 2 threads.) Gathering columns pays from 256
+ * epilogue, which is what the long reduction pays for. At 14x14 (TRANSPOSED_MIN_WASTE), against
+ * packed columns, whole models in one process in rounds (the median ratio to onnxruntime's
+ * time): MobileNetV2 1.034 -> 1.0 at one thread and 1.077 -> 1.06, 1.027 -> 1.014 at two, its
+ * 384 -> 64 projections 0.107 -> 0.092 ms at one thread and 0.063 -> 0.052 at two (the 1x1
+ * layers after them up to 0.006 ms slower at two threads); ResNet-50 0.947 -> 0.929 and
+ * 0.958 -> 0.937; EfficientNet-B0 1.028 -> 1.021 and 1.016 -> 1.02. Gathering columns pays from 256
  * output channels on, for the layers the wide grid does not take (path_of asks it first), dilated
  * ones (strided 1x1 layers are direct once subsampled: see subsampled; gathered, ResNet-50's
  * 1024 -> 2048 at stride 2, 14x14 to 7x7, took 1.78 ms against packed columns' 2.35, C harness, one
@@ -190,12 +195,14 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
  * such planes take Winograd, whose products use this path's tile kernel: see conv.h.)
  */
 #define TRANSPOSED_MIN_K 128 /* reductions at least this long */
+#define TRANSPOSED_MIN_WASTE 8 /* whole blocks overshooting the plane by 1/8 or more */
 
 #define TRANSPOSED_MIN_GATHERED 256 /* output channels, at least, of one gathering columns */
 
 static int use_transposed(const conv_geom *cv) {
   const i64 computed = cv->blocks * NR;
-  return cv->groups == 1 && cv->k >= TRANSPOSED_MIN_K && (computed - cv->p) * 5 >= computed &&
+  return cv->groups == 1 && cv->k >= TRANSPOSED_MIN_K &&
+         (computed - cv->p) * TRANSPOSED_MIN_WASTE >= computed &&
          (direct_conv(cv) || cv->o >= TRANSPOSED_MIN_GATHERED);
 }
 
