@@ -18,9 +18,8 @@
  * chain against the two kernels: MobileNetV2's three 28x28 pairs 0.91x-0.95x at one thread
  * and 0.96x-0.99x at two, EfficientNet-B0's 0.94x-0.96x at one thread and 0.92x-1.0x at
  * two; at 14x14, 1.1x-1.12x. Planes of fewer than CHAIN_MIN_PLANE floats (28x28) go
- * through the two kernels, the middle
- * tensor in a buffer of the calling thread that every chain reuses, so that it stays in the
- * caches as the memory plan's buffers do.
+ * through the two kernels, the middle tensor in a buffer of the calling thread that every
+ * chain reuses, so that it stays in the caches as the memory plan's buffers do.
  *
  * g: the depthwise layer's window geometry (window_geometry: h, w, oh, ow, kh, kw, strides,
  * dilations, top and left padding, images n, middle channels c, threads), then the

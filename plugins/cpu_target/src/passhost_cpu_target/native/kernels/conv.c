@@ -174,21 +174,20 @@ static void conv_task(const conv_geom *cv, const float *xg, const float *wg, con
 /* ---------------------------------------------------------------------------------------
  * Ungrouped convolutions with long reductions over planes that whole NR-column blocks would
  * overshoot by an eighth or more (a 7x7 plane is 49 columns of 64 computed, a 14x14 one 196 of
- * 224): the product is taken
- * transposed, out^T[P, O] = X^T[P, K] x W^T[K, O], with vectors along the output channels (the
- * weights, prepared as panels of TO channels: wt[(q * K + k) * TO + j] = W[q * TO + j][k]) and each
- * tile's rows TP consecutive positions whose inputs are broadcast from the column matrix: the data
- * itself for a 1x1 convolution, gathered once per image otherwise. Tiles are as few as TP_MAX rows
- * allow and as even as the plane allows (transposed_rows); each tile is transposed back through the
- * epilogue, which is what the long reduction pays for. At 14x14 (TRANSPOSED_MIN_WASTE), against
- * packed columns, whole models in one process in rounds (the median ratio to onnxruntime's
- * time): MobileNetV2 1.034 -> 1.0 at one thread and 1.077 -> 1.06, 1.027 -> 1.014 at two, its
- * 384 -> 64 projections 0.107 -> 0.092 ms at one thread and 0.063 -> 0.052 at two (the 1x1
- * layers after them up to 0.006 ms slower at two threads); ResNet-50 0.947 -> 0.929 and
+ * 224): the product is taken transposed, out^T[P, O] = X^T[P, K] x W^T[K, O], with vectors along
+ * the output channels (the weights, prepared as panels of TO channels: wt[(q * K + k) * TO + j] =
+ * W[q * TO + j][k]) and each tile's rows TP consecutive positions whose inputs are broadcast from
+ * the column matrix: the data itself for a 1x1 convolution, gathered once per image otherwise.
+ * Tiles are as few as TP_MAX rows allow and as even as the plane allows (transposed_rows); each
+ * tile is transposed back through the epilogue, which is what the long reduction pays for. At 14x14
+ * (TRANSPOSED_MIN_WASTE), against packed columns, whole models in one process in rounds (the median
+ * ratio to onnxruntime's time): MobileNetV2 1.034 -> 1.0 at one thread and 1.077 -> 1.06, 1.027 ->
+ * 1.014 at two, its 384 -> 64 projections 0.107 -> 0.092 ms at one thread and 0.063 -> 0.052 at two
+ * (the 1x1 layers after them up to 0.006 ms slower at two threads); ResNet-50 0.947 -> 0.929 and
  * 0.958 -> 0.937; EfficientNet-B0 1.028 -> 1.021 and 1.016 -> 1.02. Gathering columns pays from 256
  * output channels on, for the layers the wide grid does not take (path_of asks it first), dilated
- * ones (strided 1x1 layers are direct once subsampled: see subsampled; gathered, ResNet-50's
- * 1024 -> 2048 at stride 2, 14x14 to 7x7, took 1.78 ms against packed columns' 2.35, C harness, one
+ * ones (strided 1x1 layers are direct once subsampled: see subsampled; gathered, ResNet-50's 1024
+ * -> 2048 at stride 2, 14x14 to 7x7, took 1.78 ms against packed columns' 2.35, C harness, one
  * thread). The wide grid beats it on strided 3x3 layers, whose gathered columns and weight panels
  * together outgrow L2: ResNet-50's 512-channel one at stride 2 took 2.0 ms there against 2.43-2.49
  * gathered, 1024 input channels 4.1 against 9.1. (3x3 stride-1 layers of more than 128 channels on
