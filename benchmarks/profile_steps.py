@@ -168,8 +168,9 @@ def profiles(name: str, threads: int, runs: int, cache: Path, unbound: bool = Fa
         def ort_run() -> None:
             session.run(None, inputs)
 
+        ort_warm = _warm_runs(ort_run)
         turns = ((timer.executor.run, timer.time_once, _warm_runs(timer.executor.run)),
-                 (ort_run, ort_run, _warm_runs(ort_run)))
+                 (ort_run, ort_run, ort_warm))
         for _ in range(runs):
             for warm, timed, count in turns:
                 time.sleep(QUIET_S)
@@ -177,7 +178,7 @@ def profiles(name: str, threads: int, runs: int, cache: Path, unbound: bool = Fa
                     warm()
                 timed()
         events = json.loads(Path(session.end_profiling()).read_text())
-    return timer.result(runs), _ort_result(events, runs, turns[1][2], steps)
+    return timer.result(runs), _ort_result(events, runs, ort_warm, steps)
 
 
 def _node_key(event: dict[str, Any]) -> str:

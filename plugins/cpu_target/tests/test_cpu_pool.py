@@ -83,18 +83,22 @@ def test_python_threads_running_models_at_once_get_their_own_results():
     assert failures == []
 
 
-def _pool_cpu_seconds() -> float:
-    """CPU seconds the pool's workers ("passhost-pool" threads) of this process have used."""
-    ticks = 0
+def _pool_stats() -> list[list[str]]:
+    """The /proc stat fields (after the name) of this process's pool workers, the threads
+    named "passhost-pool"."""
+    stats = []
     for task in Path("/proc/self/task").iterdir():
         try:
-            if (task / "comm").read_text().strip() != "passhost-pool":
-                continue
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            if (task / "comm").read_text().strip() == "passhost-pool":
+                stats.append((task / "stat").read_text().rsplit(")", 1)[1].split())
         except OSError:  # the thread ended meanwhile
             continue
-        ticks += int(fields[11]) + int(fields[12])  # utime, stime
-    return ticks / os.sysconf("SC_CLK_TCK")
+    return stats
+
+
+def _cpu_seconds(stats: list[list[str]]) -> float:
+    """CPU seconds (user and system) the threads of ``stats`` have used."""
+    return sum(int(f[11]) + int(f[12]) for f in stats) / os.sysconf("SC_CLK_TCK")
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads Linux's /proc")
@@ -103,12 +107,11 @@ def test_idle_workers_go_to_sleep_instead_of_taking_a_core():
     executor = compiled.executor()
     for data in _inputs(20):
         np.testing.assert_allclose(executor(data)[0], expected(data), rtol=1e-4, atol=1e-4)
-    assert any((task / "comm").read_text().strip() == "passhost-pool"
-               for task in Path("/proc/self/task").iterdir())
-    before = _pool_cpu_seconds()
+    before = _pool_stats()
+    assert before, "no pool worker started"
     time.sleep(1.0)
     # workers spin ~50 us and yield 1 ms after their last job, then sleep on a futex
-    assert _pool_cpu_seconds() - before < 0.2
+    assert _cpu_seconds(_pool_stats()) - _cpu_seconds(before) < 0.2
 
 
 def _run_in_child(compiled, data, expected, queue) -> None:
