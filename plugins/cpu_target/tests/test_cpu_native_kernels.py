@@ -225,6 +225,24 @@ def test_stride_2_depthwise_rows_of_every_tail(threads, k, pads, w):
     assert_same(got, expected, atol=1e-5)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("k, pad", [(5, 2), (3, 0)])
+@pytest.mark.parametrize("w", [1, 3, 4, 7, 8, 9, 12, 14, 16, 17, 23, 25])
+def test_small_plane_depthwise_rows_of_every_width(threads, k, pad, w):
+    """Depthwise layers of at most 256 outputs take VW channels at a time, each output row in
+    pieces of at most eight sums as even as they go (14 as two of seven, 17 as 6 + 6 + 5
+    ending with the row's last six), rows narrower than four one output at a time: every
+    width from one to past three pieces, 5x5 "same" and 3x3 unpadded, 20 channels (a
+    vector and part of one), two images."""
+    c, h = 20, k + 3
+    data, weight = _data((2, c, h, w + 2 * (k // 2 - pad))), _weight(c, 1, k, k, "OIHW")
+    attrs = {"groups": c, "padding": (pad, pad, pad, pad)}
+    got, expected, source = run_op("nn.conv2d", attrs, [data, weight], num_threads=threads)
+    assert "native_kernels.depthwise_conv2d_nchw" in source
+    assert got[0].shape[-1] == w
+    assert_same(got, expected, atol=1e-5)
+
+
 @st.composite
 def max_pool_case(draw):
     """A max pool in either layout; NHWC channels on both sides of a vector (16)."""

@@ -445,10 +445,11 @@ static void depthwise_input_plane(const void *ctx, i64 t, float *buf) {
  * epilogue. Job t is channel group t % groups of image t / groups. */
 #define SMALL_PLANE 256
 
-/* Outputs of a row whose sums depthwise_small_group takes at a time: eight independent sums
- * keep both multiply-add units busy where four wait on their latency (C harness, one thread,
- * alternating with four in both orders: ConvNeXt-T's 7x7 layers at 14x14 and 7x7 0.90x-0.95x
- * the time, EfficientNet-B0's 5x5 ones 0.94x-0.96x, MobileNetV2's 3x3 at 7x7 0.96x). */
+/* Outputs of a row, at most, whose sums depthwise_small_group takes together: eight
+ * independent sums keep both multiply-add units busy where four wait on their latency (C
+ * harness, one thread, alternating with four in both orders: ConvNeXt-T's 7x7 layers at
+ * 14x14 and 7x7 0.90x-0.95x the time, EfficientNet-B0's 5x5 ones 0.94x-0.96x, MobileNetV2's
+ * 3x3 at 7x7 0.96x). */
 #define SMALL_SUMS 8
 
 static i64 small_rows(const window_geom *wg) {
@@ -510,23 +511,29 @@ static void depthwise_small_group(const void *ctx, i64 t, float *buf) {
         in[((iy + wg->pt) * wp + ix + wg->pl) * VW + j] = src[iy * wg->w + ix];
     for (i64 tap = 0; tap < taps; tap++) wt[tap * VW + j] = job->w[(c0 + j) * taps + tap];
   }
-  /* SMALL_SUMS outputs at a time. A row of at least SMALL_SUMS ends with the ones that end
-   * it, recomputing some (the same sums): one at a time, the last three outputs of a 7-wide
-   * row took most of the time, each a chain of dependent multiply-adds. Rows of four to seven
-   * go whole, narrower ones one output at a time. */
+  /* Each row in pieces of at most SMALL_SUMS outputs, as even as they go (a 14-wide row in
+   * two of seven: in pieces of eight, ending with the eight that end it, two outputs were
+   * computed twice; EfficientNet-B0's 5x5 layer of 672 channels at 14x14 then took 1.03x
+   * the time, one layer in one process against onnxruntime in rounds). The last piece ends
+   * with the row, recomputing some outputs (the same sums) where the pieces overlap: one
+   * at a time, the last three outputs of a 7-wide row took most of the time, each a chain of
+   * dependent multiply-adds. Rows narrower than four go one output at a time. */
+  const i64 pieces = (wg->ow + SMALL_SUMS - 1) / SMALL_SUMS;
+  const i64 piece = (wg->ow + pieces - 1) / pieces;
   for (i64 oy = 0; oy < wg->oh; oy++) {
-    if (wg->ow >= SMALL_SUMS) {
-      for (i64 ox = 0; ox < wg->ow; ox += SMALL_SUMS)
-        small_sums(wg, in, wt, out, wp, oy, min64(ox, wg->ow - SMALL_SUMS), SMALL_SUMS);
-    } else if (wg->ow >= 4) {
-      switch (wg->ow) {
-        case 7: small_sums(wg, in, wt, out, wp, oy, 0, 7); break;
-        case 6: small_sums(wg, in, wt, out, wp, oy, 0, 6); break;
-        case 5: small_sums(wg, in, wt, out, wp, oy, 0, 5); break;
-        default: small_sums(wg, in, wt, out, wp, oy, 0, 4); break;
-      }
-    } else {
+    if (piece < 4) {
       for (i64 ox = 0; ox < wg->ow; ox++) small_sums(wg, in, wt, out, wp, oy, ox, 1);
+      continue;
+    }
+    for (i64 start = 0; start < wg->ow; start += piece) {
+      const i64 ox = min64(start, wg->ow - piece);
+      switch (piece) {
+        case 8: small_sums(wg, in, wt, out, wp, oy, ox, 8); break;
+        case 7: small_sums(wg, in, wt, out, wp, oy, ox, 7); break;
+        case 6: small_sums(wg, in, wt, out, wp, oy, ox, 6); break;
+        case 5: small_sums(wg, in, wt, out, wp, oy, ox, 5); break;
+        default: small_sums(wg, in, wt, out, wp, oy, ox, 4); break;
+      }
     }
   }
   const i64 whole = outs / VW * VW, at0 = (b * job->c + c0) * outs;
