@@ -1,10 +1,12 @@
 """The chained pointwise-depthwise kernel: a 1x1 convolution and the depthwise convolution of
 its result, which FuseOps puts in one group, run as one native call
 (``ph_pointwise_depthwise``) and give the reference interpreter's numbers. Planes chained
-(of at least 784 floats, 28x28, whole column blocks and a partial last one) and planes run
+(of at least 784 floats, 28x28, whole column blocks and a partial last one), small planes
+chained through the depthwise layer's channels-last groups (at most 256 outputs: the 1x1
+layer's sums transposed, in panels of 32 channels, a partial last one), and planes run
 through the two kernels in turn; every depthwise path that takes a plane at a time (3x3
-and 5x5 "same", stride 2, tap by tap) and the small-plane one; activations and clamps on
-both layers, a residual on the depthwise one, batches, one and two threads."""
+and 5x5 "same", stride 2, tap by tap); activations and clamps on both layers, a residual on
+the depthwise one, batches, one and two threads."""
 
 from __future__ import annotations
 
@@ -74,8 +76,13 @@ CASES = [  # n, cin, c, h, w, k, stride, pad
     (1, 4, 10, 64, 40, 3, 1, 0),     # chained, unpadded: tap by tap
     (1, 12, 30, 28, 28, 3, 1, 1),    # chained, the smallest plane that is
     (1, 12, 30, 27, 29, 3, 1, 1),    # two kernels, "same" 3x3, one float short of it
-    (2, 9, 17, 14, 14, 3, 2, 1),     # two kernels, stride 2 into a small plane
-    (1, 20, 40, 7, 7, 3, 1, 1),      # two kernels, the small-plane path
+    (1, 12, 30, 17, 16, 3, 1, 1),    # two kernels, 272 outputs: too many for small planes
+    (2, 9, 17, 14, 14, 3, 2, 1),     # small planes, stride 2 into 7x7, a batch of two
+    (1, 20, 40, 7, 7, 3, 1, 1),      # small planes, two panels (the second partial)
+    (1, 24, 64, 14, 14, 3, 1, 1),    # small planes, "same" 3x3 (MobileNetV2's 14x14)
+    (1, 33, 70, 14, 14, 5, 1, 2),    # small planes, "same" 5x5, three panels, odd inputs
+    (1, 8, 20, 14, 14, 3, 2, 0),     # small planes, the last input row and column unread
+    (2, 5, 16, 16, 16, 3, 1, 1),     # small planes, 256 outputs: the most they take
 ]
 
 
@@ -102,10 +109,18 @@ def test_both_epilogues_and_a_residual_are_applied(first, second, residual, hw):
     np.testing.assert_allclose(got, evaluate(mod, x=data, **params), rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("hw", [56, 14])
-def test_the_chain_gives_the_two_kernels_numbers_bit_for_bit(hw):
-    """The chain sums as the 1x1 and depthwise kernels do, in the same order."""
-    mod, params, data = _block(1, 24, 40, hw, hw, 3, 2, 1, "relu6", "relu6", residual=False)
+@pytest.mark.parametrize(("hw", "k", "stride", "first", "second", "residual"),
+                         [(56, 3, 2, "relu6", "relu6", False),
+                          (14, 3, 2, "relu6", "relu6", False),
+                          (14, 3, 1, "relu6", "none", True),
+                          (14, 5, 1, "silu", "silu", False),
+                          (7, 5, 1, "silu", "silu", True)])
+def test_the_chain_gives_the_two_kernels_numbers_bit_for_bit(hw, k, stride, first, second,
+                                                             residual):
+    """The chain sums as the 1x1 and depthwise kernels do, in the same order: on large
+    planes, and on small ones (14x14 and 7x7) through the channels-last groups, where the
+    depthwise layer on its own takes a row path (3x3 "same" at 14x14) or those groups."""
+    mod, params, data = _block(1, 24, 40, hw, hw, k, stride, k // 2, first, second, residual)
     (chained,), compiled = _run(mod, params, data, 2)
     (apart,), separate = _run(mod, params, data, 2, chain=False)
     assert len(compiled.plan.steps) == 1 and len(separate.plan.steps) == 2

@@ -17,9 +17,11 @@
  * it took 1.0x in the harness, and inside the models, one process, the steps timed, the
  * chain against the two kernels: MobileNetV2's three 28x28 pairs 0.91x-0.95x at one thread
  * and 0.96x-0.99x at two, EfficientNet-B0's 0.94x-0.96x at one thread and 0.92x-1.0x at
- * two; at 14x14, 1.1x-1.12x. Planes of fewer than CHAIN_MIN_PLANE floats (28x28) go
- * through the two kernels, the middle tensor in a buffer of the calling thread that every
- * chain reuses, so that it stays in the caches as the memory plan's buffers do.
+ * two; at 14x14, 1.1x-1.12x. Planes of fewer than CHAIN_MIN_PLANE floats (28x28) whose
+ * depthwise outputs are few enough (small_outputs: 14x14, 7x7) go through the small-plane
+ * chain below; the others through the two kernels, the middle tensor in a buffer of the
+ * calling thread that every chain reuses, so that it stays in the caches as the memory
+ * plan's buffers do.
  *
  * g: the depthwise layer's window geometry (window_geometry: h, w, oh, ow, kh, kw, strides,
  * dilations, top and left padding, images n, middle channels c, threads), then the
@@ -30,6 +32,13 @@
 #define CHAIN_MIN_PLANE 784
 
 static int chained(const i64 *g) { return g[0] * g[1] >= CHAIN_MIN_PLANE; }
+
+/* Whether the chain goes through the small-plane depthwise path's channels-last groups
+ * (see small_chain). */
+static int small_chained(const i64 *g) {
+  const window_geom wg = window_geometry(g);
+  return !chained(g) && small_outputs(&wg);
+}
 
 /* The pointwise layer's geometry for ph_conv2d_nchw: 1x1, stride 1, unpadded, ungrouped. */
 static void pointwise_geometry(const i64 *g, i64 *pg) {
@@ -43,6 +52,7 @@ static void pointwise_geometry(const i64 *g, i64 *pg) {
 i64 ph_pointwise_depthwise_prepared(const i64 *g) {
   i64 pg[17];
   pointwise_geometry(g, pg);
+  if (small_chained(g)) return (g[13] + TO - 1) / TO * TO * g[15];
   return chained(g) ? (g[13] + MR - 1) / MR * MR * g[15] : ph_conv2d_nchw_prepared(pg);
 }
 
@@ -51,6 +61,10 @@ i64 ph_pointwise_depthwise_prepared(const i64 *g) {
 int ph_pointwise_depthwise_prepare(const float *w, float *prep, const i64 *g) {
   i64 pg[17];
   pointwise_geometry(g, pg);
+  if (small_chained(g)) {
+    pack_transposed(prep, w, g[13], g[15]);
+    return 0;
+  }
   if (!chained(g)) return ph_conv2d_nchw_prepare(w, prep, pg);
   pack_panels(prep, w, g[13], g[15]);
   return 0;
@@ -151,6 +165,111 @@ static int pointwise_depthwise(const float *x, const float *prep, const float *b
   return atomic_load(&job.failed) ? -1 : 0;
 }
 
+/* ---------------------------------------------------------------------------------------
+ * Small planes: where the depthwise layer has at most SMALL_PLANE outputs (small_outputs),
+ * the chain takes its channels-last path, VW channels at a time, and the 1x1 layer's sums
+ * transposed (transposed_tile: positions along the rows, TO middle channels along the
+ * vectors), which is that path's own layout: each tile goes through the pointwise epilogue
+ * and its rows straight into the groups' padded inputs, and each group then through the
+ * depthwise sums and epilogue (small_group_output). Taken apart, the 1x1 layer transposed its
+ * tiles back to planes, and the depthwise layer either transposed them again or, on its own
+ * faster path for 3x3 layers at 14x14, copied each plane. Each task takes TO middle channels
+ * of an image; the sums are the two kernels' own, in the same order, so the results are
+ * theirs bit for bit. Inside the models, one process, the steps timed, against the two
+ * kernels at one thread: MobileNetV2's 14x14 pairs 0.89x-0.95x the time, its stride-2 one
+ * into 7x7 0.91x, its 7x7 ones 0.98x-1.0x (the model 0.98x); EfficientNet-B0's 14x14 pairs
+ * 0.82x-0.9x, its stride-2 one into 7x7 0.89x (the model 0.96x).
+ */
+typedef struct {
+  const window_job *dw;
+  const float *x, *prep, *bias; /* the data [n][cin][p], the panels (pack_transposed) */
+  float lo, hi;
+  int act;
+  i64 cin, c, p, panels, floats, items, tasks; /* floats: of one group's buffer */
+  float **bufs;                                 /* TNV group buffers per thread */
+  _Atomic int failed;
+} small_chain_job;
+
+/* Middle channels [q * TO, q * TO + TO) of the image whose data is xb into the TNV group
+ * buffers at `groups` (job->floats apart), through the pointwise epilogue. */
+static void small_middle(const small_chain_job *job, const float *xb, i64 q, float *groups) {
+  const window_geom *wg = &job->dw->wg;
+  const i64 p = job->p, tp = transposed_rows(p), wp = small_cols(wg), hp = small_rows(wg);
+  const vf lo = (vf){0} + job->lo, hi = (vf){0} + job->hi;
+  float tile[TP_MAX * TO] __attribute__((aligned(64)));
+  vf bias[TNV];
+  for (int v = 0; v < TNV; v++) {
+    const i64 c0 = q * TO + v * VW;
+    bias[v] = job->bias ? load_first(job->bias + c0, max64(0, min64(VW, job->c - c0)))
+                        : (vf){0};
+  }
+  for (i64 p0 = 0; p0 < p; p0 += tp) {
+    const i64 rows = min64(tp, p - p0);
+    transposed_tile(tile, job->prep + q * job->cin * TO, xb + p0, p, job->cin, rows, NULL, 0);
+    for (i64 i = 0; i < rows; i++)
+      for (int v = 0; v < TNV; v++) {
+        vf *r = (vf *)(tile + i * TO + v * VW);
+        *r = vclamp(*r + bias[v], lo, hi);
+      }
+    if (job->act) activate(tile, 1, 0, rows * TO, job->act);
+    for (i64 i = 0; i < rows; i++) {
+      const i64 iy = (p0 + i) / wg->w + wg->pt, ix = (p0 + i) % wg->w + wg->pl;
+      if (iy < 0 || iy >= hp || ix < 0 || ix >= wp) continue; /* read by no window */
+      for (int v = 0; v < TNV; v++)
+        *(vf *)(groups + v * job->floats + (iy * wp + ix) * VW) =
+            *(const vf *)(tile + i * TO + v * VW);
+    }
+  }
+}
+
+/* Task t: a contiguous share of the (image, panel of TO middle channels) items. */
+static void small_chain_task(void *arg, i64 t) {
+  small_chain_job *job = arg;
+  float **groups = &job->bufs[ph_worker_index()];
+  if (!*groups) *groups = aligned_floats(TNV * job->floats, 1);
+  if (!*groups) {
+    atomic_store(&job->failed, 1);
+    return;
+  }
+  const i64 dw_groups = (job->c + VW - 1) / VW;
+  i64 u0, u1;
+  part_range(job->items, job->tasks, t, &u0, &u1);
+  for (i64 u = u0; u < u1; u++) {
+    const i64 b = u / job->panels, q = u % job->panels;
+    small_middle(job, job->x + b * job->cin * job->p, q, *groups);
+    for (int v = 0; v < TNV && (q * TNV + v) * VW < job->c; v++)
+      small_group_output(job->dw, b * dw_groups + q * TNV + v, *groups + v * job->floats);
+  }
+}
+
+/* pointwise_depthwise's chain on small planes (see above). */
+static int small_chain(const float *x, const float *prep, const float *bias, const float *wd,
+                       const float *dbias, const float *res, float *y, const i64 *g,
+                       const float *bounds, const float *dbounds) {
+  window_job *dw = depthwise_job_new(g, NULL, wd, y, dbias, res, dbounds);
+  if (!dw) return -1;
+  const window_geom *wg = &dw->wg;
+  small_chain_job job = {.dw = dw, .x = x, .prep = prep, .bias = bias, .lo = bounds[0],
+                         .hi = bounds[1], .act = activation_of(bounds), .cin = g[15],
+                         .c = g[13], .p = wg->h * wg->w, .floats = small_group_floats(wg)};
+  job.panels = (job.c + TO - 1) / TO;
+  job.items = g[12] * job.panels;
+  const int nt = num_threads(g[14]);
+  const i64 work = dw->planes * (job.p * job.cin + wg->oh * wg->ow * wg->kh * wg->kw);
+  job.tasks = split_tasks(job.items, work, nt);
+  atomic_init(&job.failed, 0);
+  job.bufs = calloc((size_t)nt, sizeof(float *));
+  if (!job.bufs) {
+    free(dw);
+    return -1;
+  }
+  ph_parallel(job.tasks, nt, small_chain_task, &job);
+  for (int i = 0; i < nt; i++) free(job.bufs[i]);
+  free(job.bufs);
+  free(dw);
+  return atomic_load(&job.failed) ? -1 : 0;
+}
+
 /* The chain of data x into y, subnormals flushed: chained on large planes, else the two
  * kernels through the calling thread's buffer. Returns 0, or -1 when memory runs out. */
 int ph_pointwise_depthwise(const float *x, const float *prep, const float *bias,
@@ -159,6 +278,8 @@ int ph_pointwise_depthwise(const float *x, const float *prep, const float *bias,
   if (chained(g))
     return FLUSHED_STATUS(
         pointwise_depthwise(x, prep, bias, wd, dbias, res, y, g, bounds, dbounds));
+  if (small_chained(g))
+    return FLUSHED_STATUS(small_chain(x, prep, bias, wd, dbias, res, y, g, bounds, dbounds));
   i64 pg[17];
   pointwise_geometry(g, pg);
   float *mid = thread_buffer(THREAD_STAGE, g[12] * g[13] * g[0] * g[1]);

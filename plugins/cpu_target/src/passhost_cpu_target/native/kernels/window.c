@@ -452,12 +452,18 @@ static void depthwise_input_plane(const void *ctx, i64 t, float *buf) {
  * 3x3 at 7x7 0.96x). */
 #define SMALL_SUMS 8
 
-static i64 small_rows(const window_geom *wg) {
+i64 small_rows(const window_geom *wg) {
   return (wg->oh - 1) * wg->sh + (wg->kh - 1) * wg->dh + 1;
 }
 
-static i64 small_cols(const window_geom *wg) {
+i64 small_cols(const window_geom *wg) {
   return (wg->ow - 1) * wg->sw + (wg->kw - 1) * wg->dw + 1;
+}
+
+i64 small_group_floats(const window_geom *wg) {
+  const i64 floats = (small_rows(wg) * small_cols(wg) + wg->oh * wg->ow + wg->kh * wg->kw) * VW +
+                     wg->oh * wg->ow;
+  return (floats + VW - 1) / VW * VW;
 }
 
 /* Outputs (oy, ox + j), j < n, of depthwise_small_group's channels-last vectors: the taps of
@@ -481,14 +487,13 @@ static inline __attribute__((always_inline)) void small_sums(const window_geom *
   for (int j = 0; j < n; j++) *(vf *)(out + (oy * wg->ow + ox + j) * VW) = acc[j];
 }
 
-static void depthwise_small_group(const void *ctx, i64 t, float *buf) {
-  const window_job *job = ctx;
+/* Group t's padded channels-last input (the start of `buf`) from the job's data. */
+static void small_group_input(const window_job *job, i64 t, float *buf) {
   const window_geom *wg = &job->wg;
   const i64 groups = (job->c + VW - 1) / VW, c0 = (t % groups) * VW, b = t / groups;
-  const i64 nc = min64(VW, job->c - c0), taps = wg->kh * wg->kw;
+  const i64 nc = min64(VW, job->c - c0);
   const i64 hp = small_rows(wg), wp = small_cols(wg), plane = wg->h * wg->w;
-  const i64 outs = wg->oh * wg->ow;
-  float *in = buf, *out = buf + hp * wp * VW, *wt = out + outs * VW, *column = wt + taps * VW;
+  float *in = buf;
   const float *x = job->x + (b * job->c + c0) * plane;
   /* when every input element is used: whole vectors of positions, then one by one */
   const int all = hp - wg->pt >= wg->h && wp - wg->pl >= wg->w;
@@ -509,8 +514,18 @@ static void depthwise_small_group(const void *ctx, i64 t, float *buf) {
     for (i64 iy = max64(0, -wg->pt); !all && iy < min64(wg->h, hp - wg->pt); iy++)
       for (i64 ix = max64(0, -wg->pl); ix < min64(wg->w, wp - wg->pl); ix++)
         in[((iy + wg->pt) * wp + ix + wg->pl) * VW + j] = src[iy * wg->w + ix];
-    for (i64 tap = 0; tap < taps; tap++) wt[tap * VW + j] = job->w[(c0 + j) * taps + tap];
   }
+}
+
+void small_group_output(const window_job *job, i64 t, float *buf) {
+  const window_geom *wg = &job->wg;
+  const i64 groups = (job->c + VW - 1) / VW, c0 = (t % groups) * VW, b = t / groups;
+  const i64 nc = min64(VW, job->c - c0), taps = wg->kh * wg->kw;
+  const i64 wp = small_cols(wg), outs = wg->oh * wg->ow;
+  const float *in = buf;
+  float *out = buf + small_rows(wg) * wp * VW, *wt = out + outs * VW, *column = wt + taps * VW;
+  for (i64 j = 0; j < nc; j++)
+    for (i64 tap = 0; tap < taps; tap++) wt[tap * VW + j] = job->w[(c0 + j) * taps + tap];
   /* Each row in pieces of at most SMALL_SUMS outputs, as even as they go (a 14-wide row in
    * two of seven: in pieces of eight, ending with the eight that end it, two outputs were
    * computed twice; EfficientNet-B0's 5x5 layer of 672 channels at 14x14 then took 1.03x
@@ -558,6 +573,13 @@ static void depthwise_small_group(const void *ctx, i64 t, float *buf) {
   if (job->act) activate(job->y + at0, 1, 0, nc * outs, job->act); /* the group's planes */
 }
 
+static void depthwise_small_group(const void *ctx, i64 t, float *buf) {
+  small_group_input(ctx, t, buf);
+  small_group_output(ctx, t, buf);
+}
+
+int small_outputs(const window_geom *wg) { return wg->oh * wg->ow <= SMALL_PLANE; }
+
 window_job *depthwise_job_new(const i64 *g, const float *x, const float *w, float *y,
                               const float *bias, const float *res, const float *bounds) {
   window_job *job = window_job_new(g, g[13]);
@@ -585,11 +607,8 @@ static int depthwise_nchw(const float *x, const float *w, float *y, const float 
   i64 floats;
   job->path = depthwise_plane_path(wg, &floats);
   int status;
-  if (job->path == depthwise_plane && wg->oh * wg->ow <= SMALL_PLANE) {
-    const i64 group_floats =
-        (small_rows(wg) * small_cols(wg) + wg->oh * wg->ow + wg->kh * wg->kw) * VW +
-        wg->oh * wg->ow;
-    status = for_each_plane(g[12] * ((g[13] + VW - 1) / VW), work, nt, group_floats,
+  if (job->path == depthwise_plane && small_outputs(wg)) {
+    status = for_each_plane(g[12] * ((g[13] + VW - 1) / VW), work, nt, small_group_floats(wg),
                             depthwise_small_group, job, 0.0f);
   } else {
     status = for_each_plane(planes, work, nt, floats, depthwise_input_plane, job, 0.0f);

@@ -35,4 +35,17 @@ PH_HIDDEN window_job *depthwise_job_new(const i64 *g, const float *x, const floa
  * 2, or tap by tap), and the floats of its buffer. */
 PH_HIDDEN dw_plane_fn depthwise_plane_path(const window_geom *wg, i64 *floats);
 
+/* Whether a depthwise layer of geometry wg can take its planes VW channels at a time (at
+ * most SMALL_PLANE outputs; on its own it does so where no row path takes them): each
+ * group's input padded and channels last, [small_rows][small_cols][VW] floats at the start
+ * of a buffer of small_group_floats, zero where no data goes. */
+PH_HIDDEN int small_outputs(const window_geom *wg);
+PH_HIDDEN i64 small_rows(const window_geom *wg);
+PH_HIDDEN i64 small_cols(const window_geom *wg);
+PH_HIDDEN i64 small_group_floats(const window_geom *wg);
+
+/* Group t (image t / groups, channels from t % groups * VW on) of a small-plane depthwise
+ * job from its input, already in `buf`, into the job's output through its epilogue. */
+PH_HIDDEN void small_group_output(const window_job *job, i64 t, float *buf);
+
 #endif /* PH_WINDOW_H */
