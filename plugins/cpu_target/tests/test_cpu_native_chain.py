@@ -78,6 +78,7 @@ CASES = [  # n, cin, c, h, w, k, stride, pad
     (1, 12, 30, 27, 29, 3, 1, 1),    # two kernels, "same" 3x3, one float short of it
     (1, 12, 30, 17, 16, 3, 1, 1),    # two kernels, 272 outputs: too many for small planes
     (2, 9, 17, 14, 14, 3, 2, 1),     # small planes, stride 2 into 7x7, a batch of two
+    (1, 12, 30, 28, 28, 5, 2, 2),    # small planes, 5x5 stride 2 from a plane chained above
     (1, 20, 40, 7, 7, 3, 1, 1),      # small planes, two panels (the second partial)
     (1, 24, 64, 14, 14, 3, 1, 1),    # small planes, "same" 3x3 (MobileNetV2's 14x14)
     (1, 33, 70, 14, 14, 5, 1, 2),    # small planes, "same" 5x5, three panels, odd inputs

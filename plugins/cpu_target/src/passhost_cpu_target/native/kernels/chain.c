@@ -17,11 +17,11 @@
  * it took 1.0x in the harness, and inside the models, one process, the steps timed, the
  * chain against the two kernels: MobileNetV2's three 28x28 pairs 0.91x-0.95x at one thread
  * and 0.96x-0.99x at two, EfficientNet-B0's 0.94x-0.96x at one thread and 0.92x-1.0x at
- * two; at 14x14, 1.1x-1.12x. Planes of fewer than CHAIN_MIN_PLANE floats (28x28) whose
- * depthwise outputs are few enough (small_outputs: 14x14, 7x7) go through the small-plane
- * chain below; the others through the two kernels, the middle tensor in a buffer of the
- * calling thread that every chain reuses, so that it stays in the caches as the memory
- * plan's buffers do.
+ * two; at 14x14, 1.1x-1.12x. Depthwise layers with few enough outputs (small_outputs:
+ * 14x14, 7x7) go through the small-plane chain below, whatever their input plane; other
+ * planes of fewer than CHAIN_MIN_PLANE floats (28x28) through the two kernels, the middle
+ * tensor in a buffer of the calling thread that every chain reuses, so that it stays in
+ * the caches as the memory plan's buffers do.
  *
  * g: the depthwise layer's window geometry (window_geometry: h, w, oh, ow, kh, kw, strides,
  * dilations, top and left padding, images n, middle channels c, threads), then the
@@ -31,14 +31,15 @@
 
 #define CHAIN_MIN_PLANE 784
 
-static int chained(const i64 *g) { return g[0] * g[1] >= CHAIN_MIN_PLANE; }
-
 /* Whether the chain goes through the small-plane depthwise path's channels-last groups
  * (see small_chain). */
 static int small_chained(const i64 *g) {
   const window_geom wg = window_geometry(g);
-  return !chained(g) && small_outputs(&wg);
+  return small_outputs(&wg);
 }
+
+/* Whether the chain takes a plane at a time. */
+static int chained(const i64 *g) { return !small_chained(g) && g[0] * g[1] >= CHAIN_MIN_PLANE; }
 
 /* The pointwise layer's geometry for ph_conv2d_nchw: 1x1, stride 1, unpadded, ungrouped. */
 static void pointwise_geometry(const i64 *g, i64 *pg) {
@@ -178,7 +179,9 @@ static int pointwise_depthwise(const float *x, const float *prep, const float *b
  * theirs bit for bit. Inside the models, one process, the steps timed, against the two
  * kernels at one thread: MobileNetV2's 14x14 pairs 0.89x-0.95x the time, its stride-2 one
  * into 7x7 0.91x, its 7x7 ones 0.98x-1.0x (the model 0.98x); EfficientNet-B0's 14x14 pairs
- * 0.82x-0.9x, its stride-2 one into 7x7 0.89x (the model 0.96x).
+ * 0.82x-0.9x, its stride-2 one into 7x7 0.89x (the model 0.96x). The stride-2 pairs from
+ * 28x28 into 14x14, against the chain a plane at a time: MobileNetV2's 0.89x,
+ * EfficientNet-B0's (5x5) 0.92x.
  */
 typedef struct {
   const window_job *dw;
@@ -270,7 +273,8 @@ static int small_chain(const float *x, const float *prep, const float *bias, con
   return atomic_load(&job.failed) ? -1 : 0;
 }
 
-/* The chain of data x into y, subnormals flushed: chained on large planes, else the two
+/* The chain of data x into y, subnormals flushed: a plane at a time on large planes,
+ * through the depthwise layer's channels-last groups where it has few outputs, else the two
  * kernels through the calling thread's buffer. Returns 0, or -1 when memory runs out. */
 int ph_pointwise_depthwise(const float *x, const float *prep, const float *bias,
                            const float *wd, const float *dbias, const float *res, float *y,
