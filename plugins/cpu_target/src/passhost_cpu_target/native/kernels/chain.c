@@ -71,15 +71,39 @@ int ph_pointwise_depthwise_prepare(const float *w, float *prep, const i64 *g) {
   return 0;
 }
 
+/* What a chain's tasks share, whichever its kind: its items (image, group of middle
+ * channels), its tasks, each thread's buffer (NULL until its first task) and a failure. */
+typedef struct {
+  i64 items, tasks;
+  float **bufs;
+  _Atomic int failed;
+} chain_run;
+
+/* Runs `task` over run->items items on the threads of g (the depthwise layer dw's planes
+ * times their share of the pointwise and depthwise sums, cin input channels, in work) with
+ * run->bufs allocated, each thread's buffer freed after; 0, or -1 when memory runs out. */
+static int run_chain(chain_run *run, const window_job *dw, i64 cin, const i64 *g,
+                     ph_task_fn task, void *job) {
+  const window_geom *wg = &dw->wg;
+  const int nt = num_threads(g[14]);
+  const i64 work = dw->planes * (wg->h * wg->w * cin + wg->oh * wg->ow * wg->kh * wg->kw);
+  run->tasks = split_tasks(run->items, work, nt);
+  atomic_init(&run->failed, 0);
+  run->bufs = calloc((size_t)nt, sizeof(float *));
+  if (!run->bufs) return -1;
+  ph_parallel(run->tasks, nt, task, job);
+  for (int i = 0; i < nt; i++) free(run->bufs[i]);
+  free(run->bufs);
+  return atomic_load(&run->failed) ? -1 : 0;
+}
+
 typedef struct {
   const window_job *dw;          /* the depthwise layer; its x is NULL */
   dw_plane_fn plane;             /* its path, a plane at a time */
   const float *x, *prep;         /* the data [n][cin][p], the pointwise panels */
   tile_out proto;                /* the pointwise epilogue; y, ldy and m0 set per tile */
   i64 cin, c, p, groups, floats; /* groups of MR middle channels; the path's buffer floats */
-  i64 items, tasks;
-  float **bufs; /* the path's buffer of each thread, zero where no plane writes */
-  _Atomic int failed;
+  chain_run run; /* each thread's buffer the path's, zero where no plane writes */
 } chain_job;
 
 /* The floats of a thread's chain buffer: MR middle planes, then the last block's panel
@@ -116,16 +140,16 @@ static void middle_planes(const chain_job *job, const float *xb, i64 grp, i64 ro
 /* Task t: a contiguous share of the (image, group of MR middle channels) items. */
 static void chain_task(void *arg, i64 t) {
   chain_job *job = arg;
-  float **path_buf = &job->bufs[ph_worker_index()];
+  float **path_buf = &job->run.bufs[ph_worker_index()];
   if (!*path_buf) *path_buf = aligned_floats(job->floats, 1);
   float *mid = thread_buffer(THREAD_STAGE, chain_floats(job));
   if (!*path_buf || !mid) {
-    atomic_store(&job->failed, 1);
+    atomic_store(&job->run.failed, 1);
     return;
   }
   float *tail = mid + MR * job->p;
   i64 u0, u1;
-  part_range(job->items, job->tasks, t, &u0, &u1);
+  part_range(job->run.items, job->run.tasks, t, &u0, &u1);
   for (i64 u = u0; u < u1; u++) {
     const i64 b = u / job->groups, grp = u % job->groups, rows = min64(MR, job->c - grp * MR);
     middle_planes(job, job->x + b * job->cin * job->p, grp, rows, mid, tail);
@@ -149,21 +173,10 @@ static int pointwise_depthwise(const float *x, const float *prep, const float *b
   job.proto = (tile_out){.bias = bias, .lo = bounds[0], .hi = bounds[1],
                          .act = activation_of(bounds)};
   job.groups = (job.c + MR - 1) / MR;
-  job.items = g[12] * job.groups;
-  const int nt = num_threads(g[14]);
-  const i64 work = dw->planes * (job.p * job.cin + wg->oh * wg->ow * wg->kh * wg->kw);
-  job.tasks = split_tasks(job.items, work, nt);
-  atomic_init(&job.failed, 0);
-  job.bufs = calloc((size_t)nt, sizeof(float *));
-  if (!job.bufs) {
-    free(dw);
-    return -1;
-  }
-  ph_parallel(job.tasks, nt, chain_task, &job);
-  for (int i = 0; i < nt; i++) free(job.bufs[i]);
-  free(job.bufs);
+  job.run.items = g[12] * job.groups;
+  const int status = run_chain(&job.run, dw, job.cin, g, chain_task, &job);
   free(dw);
-  return atomic_load(&job.failed) ? -1 : 0;
+  return status;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -188,9 +201,8 @@ typedef struct {
   const float *x, *prep, *bias; /* the data [n][cin][p], the panels (pack_transposed) */
   float lo, hi;
   int act;
-  i64 cin, c, p, panels, floats, items, tasks; /* floats: of one group's buffer */
-  float **bufs;                                 /* TNV group buffers per thread */
-  _Atomic int failed;
+  i64 cin, c, p, panels, floats; /* floats: of one group's buffer */
+  chain_run run;                  /* each thread's buffer its TNV groups' */
 } small_chain_job;
 
 /* Middle channels [q * TO, q * TO + TO) of the image whose data is xb into the TNV group
@@ -228,15 +240,15 @@ static void small_middle(const small_chain_job *job, const float *xb, i64 q, flo
 /* Task t: a contiguous share of the (image, panel of TO middle channels) items. */
 static void small_chain_task(void *arg, i64 t) {
   small_chain_job *job = arg;
-  float **groups = &job->bufs[ph_worker_index()];
+  float **groups = &job->run.bufs[ph_worker_index()];
   if (!*groups) *groups = aligned_floats(TNV * job->floats, 1);
   if (!*groups) {
-    atomic_store(&job->failed, 1);
+    atomic_store(&job->run.failed, 1);
     return;
   }
   const i64 dw_groups = (job->c + VW - 1) / VW;
   i64 u0, u1;
-  part_range(job->items, job->tasks, t, &u0, &u1);
+  part_range(job->run.items, job->run.tasks, t, &u0, &u1);
   for (i64 u = u0; u < u1; u++) {
     const i64 b = u / job->panels, q = u % job->panels;
     small_middle(job, job->x + b * job->cin * job->p, q, *groups);
@@ -256,21 +268,10 @@ static int small_chain(const float *x, const float *prep, const float *bias, con
                          .hi = bounds[1], .act = activation_of(bounds), .cin = g[15],
                          .c = g[13], .p = wg->h * wg->w, .floats = small_group_floats(wg)};
   job.panels = (job.c + TO - 1) / TO;
-  job.items = g[12] * job.panels;
-  const int nt = num_threads(g[14]);
-  const i64 work = dw->planes * (job.p * job.cin + wg->oh * wg->ow * wg->kh * wg->kw);
-  job.tasks = split_tasks(job.items, work, nt);
-  atomic_init(&job.failed, 0);
-  job.bufs = calloc((size_t)nt, sizeof(float *));
-  if (!job.bufs) {
-    free(dw);
-    return -1;
-  }
-  ph_parallel(job.tasks, nt, small_chain_task, &job);
-  for (int i = 0; i < nt; i++) free(job.bufs[i]);
-  free(job.bufs);
+  job.run.items = g[12] * job.panels;
+  const int status = run_chain(&job.run, dw, job.cin, g, small_chain_task, &job);
   free(dw);
-  return atomic_load(&job.failed) ? -1 : 0;
+  return status;
 }
 
 /* The chain of data x into y, subnormals flushed: a plane at a time on large planes,
