@@ -190,14 +190,17 @@ def test_pointwise_conv_on_small_planes_applies_bias_residual_and_clip(threads, 
                           (2, 12, 24, 14, 3, 1, 1), (1, 8, 12, 15, 2, 1, 0),
                           (1, 130, 17, 7, 3, 1, 1), (1, 16, 24, 28, 3, 2, 1),
                           (2, 8, 12, 14, 3, 2, 1), (1, 6, 10, 27, 5, 2, 2),
-                          (1, 3, 8, 160, 7, 2, 3), (2, 5, 9, 70, 3, 1, 1)])
+                          (1, 3, 8, 160, 7, 2, 3), (2, 5, 9, 70, 3, 1, 1),
+                          (1, 29, 12, 62, 3, 2, 1), (2, 11, 12, 80, 5, 1, 2)])
 def test_conv_on_the_wide_grid_applies_bias_residual_and_clip(threads, n, c, o, hw, k, stride,
                                                               pad, residual):
     """Convolutions whose wide grid (output rows x the padded phase planes' width) rounds up
-    to about as many column blocks as the plane, at strides 1 and 2: the columns read in
-    place from the planes (over more than one slab of the reduction), blocks within one
-    output row stored from the registers and the others with their dropped outputs skipped
-    (without a residual, from a staged tile), a partial panel of output channels, batches."""
+    to about as many column blocks as the plane, at strides 1 and 2. Reductions of more than
+    one slab or so (c * k * k > 256): the columns copied from the planes block by block,
+    blocks within one output row stored from the registers and the others with their
+    dropped outputs skipped (without a residual, from a staged tile). Shorter ones (stems):
+    row tiles read in place, odd output rows and partial vectors of columns at the end. A
+    partial panel of output channels, batches."""
     data, weight = RNG.uniform(-1, 1, (n, c, hw, hw)), RNG.uniform(-1, 1, (o, c, k, k))
     out = (hw + 2 * pad - k) // stride + 1
     bias, res = RNG.uniform(-1, 1, (o, 1, 1)), RNG.uniform(-1, 1, (n, o, out, out))
@@ -333,8 +336,10 @@ CONV_PATHS = {
     "transposed-gathered-dilated": (1, 29, 256, 5, 3, 1, 2, 2, 1),
     # a strided 3x3 layer that the transposed form fits too: the wide grid
     "implicit-where-transposed-fits": (1, 30, 257, 13, 3, 2, 1, 1, 1),
+    # reductions of at most 256 (stems): row tiles
     "implicit": (1, 8, 12, 15, 3, 1, 1, 1, 1),
     "implicit-stride-2": (1, 6, 10, 27, 5, 2, 2, 1, 1),
+    "implicit-long-reduction": (1, 29, 12, 62, 3, 2, 1, 1, 1),
     # a 2x2 stride-2 layer (ConvNeXt's downsampling): the wide grid is the output grid
     "implicit-2x2-stride-2": (1, 7, 20, 46, 2, 2, 0, 1, 1),
     "packed": (1, 5, 9, 12, 3, 1, 2, 2, 1),

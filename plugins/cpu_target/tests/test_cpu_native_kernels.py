@@ -152,10 +152,13 @@ def test_convolutions_of_windows_that_do_not_overlap_rearrange_their_input(
     (2, 3, 20, 30, 31, 7, 2),     # a 7x7 stem: blocks across row ends, two images
     (1, 64, 24, 9, 9, 3, 1),      # three slabs at stride 1, a plane too small for Winograd
     (1, 12, 16, 12, 12, 2, 2),    # 2x2 at stride 2: the wide grid is the output grid
+    (1, 3, 32, 61, 62, 3, 2),     # a 3x3 stem: row tiles, odd rows, a partial vector
+    (1, 3, 13, 224, 224, 3, 2),   # MobileNetV2's stem geometry, a partial panel
 ])
 def test_wide_grid_convolutions_copy_each_blocks_rows(threads, n, c, o, h, w, k, stride):
-    """Convolutions on the wide grid of the phase planes, whose blocks' rows are copied
-    out of the planes one reduction slab at a time."""
+    """Convolutions on the wide grid of the phase planes: blocks whose rows are copied out
+    of the planes one reduction slab at a time, or for reductions of at most one slab with
+    dropped outputs (stems) row tiles read in place."""
     data, weight = _data((n, c, h, w)), _data((o, c, k, k))
     attrs = {"padding": (k // 2,) * 4, "strides": (stride, stride)}
     got, expected, source = run_op("nn.conv2d", attrs, [data, weight], num_threads=threads)

@@ -158,6 +158,73 @@ static void implicit_store(const conv_geom *cv, const window_geom *wg, const flo
   }
 }
 
+/* ---------------------------------------------------------------------------------------
+ * Short reductions (k <= KC: a stem's few input channels) on a wide grid with dropped
+ * outputs take the output in row tiles instead of wide blocks: panel q's MR output channels
+ * at ROW_TILE output rows and VW columns, each tap row read in place from the phase planes
+ * (row oy of the tap starts at planes + boff[k] + oy * wq), the sums through the epilogue
+ * straight into the output rows. Nothing is copied into a tile, staged across a row end or
+ * computed for the dropped columns. Against the wide blocks (one process, alternating with
+ * onnxruntime, one thread): MobileNetV2's 3x3 stem with ReLU6 0.325 -> 0.299 ms (onnxruntime
+ * 0.310; two threads 0.219 -> 0.205, 0.207), EfficientNet-B0's with SiLU 0.608 -> 0.493,
+ * ResNet-50's 7x7 stem 2.44 -> 2.27; bit for bit the same sums. */
+#define ROW_TILE 2
+
+/* Whether the row tiles take cv. */
+static int implicit_rowwise(const conv_geom *cv, const window_geom *wg) {
+  return cv->k <= KC && wg->wq > cv->ow;
+}
+
+/* Panel q's tile at output rows oy .. oy + ROW_TILE (those past OH dropped) and columns
+ * ox0 .. ox0 + VW (those past OW dropped) of image b, through proto's epilogue. */
+static inline __attribute__((always_inline)) void row_tile(
+    const conv_geom *cv, const window_geom *wg, const float *planes, const i64 *boff,
+    const float *wp, const tile_out *proto, i64 b, i64 q, i64 oy, i64 ox0) {
+  const i64 rows = min64(MR, cv->o - q * MR), lines = min64(ROW_TILE, cv->oh - oy);
+  const i64 cols = min64(VW, cv->ow - ox0), step = wg->wq;
+  const float *a = wp + q * cv->k * MR, *src = planes + oy * step + ox0;
+  vf acc[MR][ROW_TILE];
+  for (int i = 0; i < MR; i++)
+    for (int r = 0; r < ROW_TILE; r++) acc[i][r] = (vf){0};
+  for (i64 k = 0; k < cv->k; k++) {
+    vf xv[ROW_TILE];
+    for (int r = 0; r < ROW_TILE; r++) xv[r] = *(const vf *)(src + boff[k] + r * step);
+    for (int i = 0; i < MR; i++) {
+      const float s = a[k * MR + i];
+      for (int r = 0; r < ROW_TILE; r++) acc[i][r] += s * xv[r];
+    }
+  }
+  /* with an activation, the tile is finished in `staged` (L1), then stored */
+  float staged[MR * ROW_TILE * VW] __attribute__((aligned(64)));
+  const vf lo = (vf){0} + proto->lo, hi = (vf){0} + proto->hi;
+  float *y = proto->y + (b * cv->o + q * MR) * cv->p + oy * cv->ow + ox0;
+  for (i64 i = 0; i < rows; i++) {
+    const vf bias = (vf){0} + (proto->bias ? proto->bias[q * MR + i] : 0.0f);
+    for (i64 r = 0; r < lines; r++) {
+      const i64 at = i * cv->p + r * cv->ow;
+      vf v = acc[i][r] + bias;
+      if (proto->res) v += load_first(proto->res + (y - proto->y) + at, cols);
+      v = vclamp(v, lo, hi);
+      if (proto->act)
+        *(vf *)(staged + (i * ROW_TILE + r) * VW) = v;
+      else if (cols == VW)
+        *(vf *)(y + at) = v;
+      else
+        store_first(y + at, v, cols);
+    }
+  }
+  if (!proto->act) return;
+  activate(staged, rows * ROW_TILE, VW, VW, proto->act);
+  for (i64 i = 0; i < rows; i++)
+    for (i64 r = 0; r < lines; r++) {
+      const vf v = *(const vf *)(staged + (i * ROW_TILE + r) * VW);
+      if (cols == VW)
+        *(vf *)(y + i * cv->p + r * cv->ow) = v;
+      else
+        store_first(y + i * cv->p + r * cv->ow, v, cols);
+    }
+}
+
 typedef struct {
   const conv_geom *cv;
   const window_geom *wg;
@@ -219,6 +286,19 @@ static void implicit_products(void *arg, i64 t) {
   }
 }
 
+/* Task t of image b's row tiles: a contiguous share of its bands of ROW_TILE output rows,
+ * every panel of each. */
+static void implicit_row_tiles(void *arg, i64 t) {
+  const implicit_job *job = arg;
+  const conv_geom *cv = job->cv;
+  i64 band0, band1;
+  part_range((cv->oh + ROW_TILE - 1) / ROW_TILE, job->tasks, t, &band0, &band1);
+  for (i64 oy = band0 * ROW_TILE; oy < min64(band1 * ROW_TILE, cv->oh); oy += ROW_TILE)
+    for (i64 ox0 = 0; ox0 < cv->ow; ox0 += VW)
+      for (i64 q = 0; q < (cv->o + MR - 1) / MR; q++)
+        row_tile(cv, job->wg, job->planes, job->boff, job->wp, job->proto, job->b, q, oy, ox0);
+}
+
 /* `planes`: implicit_floats floats; `wp`: the weights in panels (pack_panels). Per image,
  * one job copies the phase planes, the next one takes the products. */
 int conv2d_implicit(const conv_geom *cv, const float *x, const float *wp, float *y,
@@ -243,8 +323,13 @@ int conv2d_implicit(const conv_geom *cv, const float *x, const float *wp, float 
     job.b = b;
     job.tasks = split_tasks(implicit_plane_items(cv), implicit_floats(cv) * COPY_WORK, nt);
     ph_parallel(job.tasks, nt, implicit_planes, &job);
-    job.tasks = split_tasks(items, work, nt);
-    ph_parallel(job.tasks, nt, implicit_products, &job);
+    if (implicit_rowwise(cv, &wg)) {
+      job.tasks = split_tasks((cv->oh + ROW_TILE - 1) / ROW_TILE, work, nt);
+      ph_parallel(job.tasks, nt, implicit_row_tiles, &job);
+    } else {
+      job.tasks = split_tasks(items, work, nt);
+      ph_parallel(job.tasks, nt, implicit_products, &job);
+    }
   }
   free(boff);
   return atomic_load(&job.failed) ? -1 : 0;
