@@ -183,6 +183,14 @@ static inline __attribute__((always_inline)) void row_tile(
   const i64 rows = min64(MR, cv->o - q * MR), lines = min64(ROW_TILE, cv->oh - oy);
   const i64 cols = min64(VW, cv->ow - ox0), step = wg->wq;
   const float *a = wp + q * cv->k * MR, *src = planes + oy * step + ox0;
+  float *y = proto->y + (b * cv->o + q * MR) * cv->p + oy * cv->ow + ox0;
+  /* the output lines of the next tile along the rows, fetched for writing while the sums
+   * are taken: a stem's output is too large to stay in the caches from one inference to the
+   * next, and its 2 * MR rows are more streams than the hardware prefetcher follows (in the
+   * models, one thread: MobileNetV2's stem 0.428 -> 0.390 ms, EfficientNet-B0's 0.625 ->
+   * 0.520; fetching two or four lines ahead did no better) */
+  for (int i = 0; i < rows; i++)
+    for (int r = 0; r < ROW_TILE; r++) __builtin_prefetch(y + i * cv->p + r * cv->ow + VW, 1, 3);
   vf acc[MR][ROW_TILE];
   for (int i = 0; i < MR; i++)
     for (int r = 0; r < ROW_TILE; r++) acc[i][r] = (vf){0};
@@ -197,7 +205,6 @@ static inline __attribute__((always_inline)) void row_tile(
   /* with an activation, the tile is finished in `staged` (L1), then stored */
   float staged[MR * ROW_TILE * VW] __attribute__((aligned(64)));
   const vf lo = (vf){0} + proto->lo, hi = (vf){0} + proto->hi;
-  float *y = proto->y + (b * cv->o + q * MR) * cv->p + oy * cv->ow + ox0;
   for (i64 i = 0; i < rows; i++) {
     const vf bias = (vf){0} + (proto->bias ? proto->bias[q * MR + i] : 0.0f);
     for (i64 r = 0; r < lines; r++) {
