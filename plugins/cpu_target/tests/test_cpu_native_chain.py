@@ -102,8 +102,10 @@ def test_pointwise_then_depthwise_is_one_native_call_with_the_reference_numbers(
 @pytest.mark.parametrize(("first", "second", "residual"),
                          [("silu", "silu", False), ("relu", "none", True),
                           ("none", "relu6", True), ("silu", "none", False)])
-@pytest.mark.parametrize("hw", [56, 20])
+@pytest.mark.parametrize("hw", [56, 45, 20])
 def test_both_epilogues_and_a_residual_are_applied(first, second, residual, hw):
+    """Chained planes of whole column blocks (56x56) and with a partial last one (45x45),
+    and the two kernels (20x20)."""
     mod, params, data = _block(1, 6, 16, hw, hw, 3, 1, 1, first, second, residual)
     (got,), compiled = _run(mod, params, data, 2)
     assert len(compiled.plan.steps) == 1
@@ -112,6 +114,7 @@ def test_both_epilogues_and_a_residual_are_applied(first, second, residual, hw):
 
 @pytest.mark.parametrize(("hw", "k", "stride", "first", "second", "residual"),
                          [(56, 3, 2, "relu6", "relu6", False),
+                          (45, 3, 1, "silu", "silu", False),
                           (14, 3, 2, "relu6", "relu6", False),
                           (14, 3, 1, "relu6", "none", True),
                           (14, 5, 1, "silu", "silu", False),

@@ -112,7 +112,10 @@ static i64 chain_floats(const chain_job *job) { return MR * job->p + (job->cin +
 
 /* Middle channels [grp * MR, grp * MR + rows) of the image whose data is xb, through the
  * pointwise epilogue, into the planes `mid` (p floats apart); a last block of fewer than NR
- * columns goes through `tail` (its panel, zero past the data, then its raw sums). */
+ * columns goes through `tail` (its panel, zero past the data, then its raw sums). The
+ * activation goes over the finished planes in one stretch: tile by tile, staged, it took
+ * EfficientNet-B0's 16 -> 96 pair at 112x112 (SiLU) 1.03x the time, its 24 -> 144 pairs at
+ * 56x56 1.05x. */
 static void middle_planes(const chain_job *job, const float *xb, i64 grp, i64 rows, float *mid,
                           float *tail) {
   const i64 p = job->p, cin = job->cin, blocks = p / NR, p0 = blocks * NR, left = p - p0;
@@ -121,20 +124,22 @@ static void middle_planes(const chain_job *job, const float *xb, i64 grp, i64 ro
   tile_out out = job->proto;
   out.m0 = grp * MR;
   out.ldy = p;
+  out.act = ACT_NONE;
   for (i64 blk = 0; blk < blocks; blk++) {
     out.y = mid + blk * NR;
     micro_tile(a, rows, xb + blk * NR, p, cin, sums, 0, &out, blk + 1 < blocks ? NR : 0);
   }
-  if (left == 0) return;
-  for (i64 k = 0; k < cin; k++) {
-    memcpy(panel + k * NR, xb + k * p + p0, (size_t)left * sizeof(float));
-    memset(panel + k * NR + left, 0, (size_t)(NR - left) * sizeof(float));
+  if (left > 0) {
+    for (i64 k = 0; k < cin; k++) {
+      memcpy(panel + k * NR, xb + k * p + p0, (size_t)left * sizeof(float));
+      memset(panel + k * NR + left, 0, (size_t)(NR - left) * sizeof(float));
+    }
+    micro_tile(a, rows, panel, NR, cin, sums, 0, NULL, 0);
+    for (i64 i = 0; i < rows; i++)
+      epilogue(mid + i * p + p0, sums + i * NR, left,
+               out.bias ? out.bias + out.m0 + i : NULL, 0, NULL, out.lo, out.hi);
   }
-  micro_tile(a, rows, panel, NR, cin, sums, 0, NULL, 0);
-  for (i64 i = 0; i < rows; i++)
-    epilogue(mid + i * p + p0, sums + i * NR, left,
-             out.bias ? out.bias + out.m0 + i : NULL, 0, NULL, out.lo, out.hi);
-  if (out.act) activate(mid + p0, rows, p, left, out.act);
+  activate(mid, rows, p, p, job->proto.act);
 }
 
 /* Task t: a contiguous share of the (image, group of MR middle channels) items. */
