@@ -292,6 +292,12 @@ static void depthwise_rows(const window_job *job, i64 t, const float *src, i64 s
     const int rows = wg->oh - oy >= DW_ROWS ? DW_ROWS : step ? (int)(wg->oh - oy) : 1;
     const i64 at = (t * wg->oh + oy) * wg->ow;
     const float *res = job->res ? job->res + at : NULL;
+    /* the next band's output lines, fetched for writing: a large plane's output has left
+     * the caches since the last inference, and its stores otherwise wait on each line (in
+     * the models, one thread: the 3x3 layers at 112x112 of MobileNetV2 0.219 -> 0.184 ms,
+     * of EfficientNet-B0 0.348 -> 0.280; two bands ahead did no better) */
+    for (i64 l = 0; l < rows * wg->ow; l += LINE_FLOATS)
+      __builtin_prefetch(job->y + at + DW_ROWS * wg->ow + l, 1, 3);
     /* right to left: a partial vector's spill into the next row's start is overwritten */
     for (i64 ox = (wg->ow - 1) / BLOCK * BLOCK; ox >= 0; ox -= BLOCK)
       block(job, src + oy * (step ? step : 1) * stride + ox, stride, wc,
