@@ -167,6 +167,24 @@ def test_wide_grid_convolutions_copy_each_blocks_rows(threads, n, c, o, h, w, k,
 
 
 @pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(("n", "h", "w", "k", "stride", "padding"), [
+    (1, 61, 61, 3, 2, (0, 0, 1, 1)),  # TensorFlow's "same": nothing at the top and left
+    (2, 62, 59, 3, 2, (1, 1, 1, 1)),  # 31 rows: three bands of eight and one of seven
+    (1, 20, 90, 5, 1, (2, 2, 2, 2)),  # stride 1, bands whose windows share four rows
+    (1, 37, 121, 7, 2, (3, 3, 2, 3)),  # 7x7, a last band of two rows
+])
+def test_stems_copy_their_input_band_by_band(threads, n, h, w, k, stride, padding):
+    """Row tiles copy the phase planes of each band of output rows (and the rows their
+    windows share with the next band) as they go: top and left padding of any size, the
+    bottom padding the planes' rows past the data give, the last band partial."""
+    data, weight = _data((n, 3, h, w)), _data((10, 3, k, k))
+    attrs = {"padding": padding, "strides": (stride, stride)}
+    got, expected, source = run_op("nn.conv2d", attrs, [data, weight], num_threads=threads)
+    assert uses_native_kernel(source)
+    assert_same(got, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(("n", "c", "o", "h", "w"), [
     (1, 64, 40, 28, 28),    # 24 whole column blocks and a partial one, one slab
     (2, 256, 24, 20, 20),   # a reduction of exactly one slab, two images

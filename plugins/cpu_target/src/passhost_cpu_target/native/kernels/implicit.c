@@ -30,13 +30,20 @@ int use_implicit(const conv_geom *cv) {
   return implicit_blocks(&wg) * 20 <= cv->blocks * 21;
 }
 
+/* Whether the row tiles take cv (see ROW_TILE): a reduction of at most one slab, on a wide
+ * grid with dropped outputs. */
+static int implicit_rowwise(const conv_geom *cv, const window_geom *wg) {
+  return cv->k <= KC && wg->wq > cv->ow;
+}
+
 /* Floats of one channel's phase planes. */
 static i64 implicit_channel(const window_geom *wg) { return wg->sh * wg->sw * wg->phase; }
 
 /* Floats of the scratch: C channels of phase planes, then slack for the taps of the last
- * block's dropped outputs. */
+ * block's dropped outputs; none for the row tiles, whose bands' planes are their threads'. */
 i64 implicit_floats(const conv_geom *cv) {
   const window_geom wg = implicit_geometry(cv);
+  if (implicit_rowwise(cv, &wg)) return 0;
   return cv->c * implicit_channel(&wg) + implicit_blocks(&wg) * NR + wg.phase;
 }
 
@@ -162,27 +169,24 @@ static void implicit_store(const conv_geom *cv, const window_geom *wg, const flo
  * Short reductions (k <= KC: a stem's few input channels) on a wide grid with dropped
  * outputs take the output in row tiles instead of wide blocks: panel q's MR output channels
  * at ROW_TILE output rows and VW columns, each tap row read in place from the phase planes
- * (row oy of the tap starts at planes + boff[k] + oy * wq), the sums through the epilogue
- * straight into the output rows. Nothing is copied into a tile, staged across a row end or
- * computed for the dropped columns. Against the wide blocks (one process, alternating with
- * onnxruntime, one thread): MobileNetV2's 3x3 stem with ReLU6 0.325 -> 0.299 ms (onnxruntime
- * 0.310; two threads 0.219 -> 0.205, 0.207), EfficientNet-B0's with SiLU 0.608 -> 0.493,
- * ResNet-50's 7x7 stem 2.44 -> 2.27; bit for bit the same sums. */
+ * of its band of rows (see BAND_ROWS; row r of the tap starts at planes + boff[k] + r * wq),
+ * the sums through the epilogue straight into the output rows. Nothing is copied into a
+ * tile, staged across a row end or computed for the dropped columns. Against the wide
+ * blocks (one process, alternating with onnxruntime, one thread): MobileNetV2's 3x3 stem
+ * with ReLU6 0.325 -> 0.299 ms (onnxruntime 0.310; two threads 0.219 -> 0.205, 0.207),
+ * EfficientNet-B0's with SiLU 0.608 -> 0.493, ResNet-50's 7x7 stem 2.44 -> 2.27; bit for
+ * bit the same sums. */
 #define ROW_TILE 2
 
-/* Whether the row tiles take cv. */
-static int implicit_rowwise(const conv_geom *cv, const window_geom *wg) {
-  return cv->k <= KC && wg->wq > cv->ow;
-}
-
 /* Panel q's tile at output rows oy .. oy + ROW_TILE (those past OH dropped) and columns
- * ox0 .. ox0 + VW (those past OW dropped) of image b, through proto's epilogue. */
+ * ox0 .. ox0 + VW (those past OW dropped) of image b, through proto's epilogue, from the
+ * phase planes at src: row oy, column ox0 of the planes, their rows `step` floats apart. */
 static inline __attribute__((always_inline)) void row_tile(
-    const conv_geom *cv, const window_geom *wg, const float *planes, const i64 *boff,
-    const float *wp, const tile_out *proto, i64 b, i64 q, i64 oy, i64 ox0) {
+    const conv_geom *cv, const float *src, i64 step, const i64 *boff, const float *wp,
+    const tile_out *proto, i64 b, i64 q, i64 oy, i64 ox0) {
   const i64 rows = min64(MR, cv->o - q * MR), lines = min64(ROW_TILE, cv->oh - oy);
-  const i64 cols = min64(VW, cv->ow - ox0), step = wg->wq;
-  const float *a = wp + q * cv->k * MR, *src = planes + oy * step + ox0;
+  const i64 cols = min64(VW, cv->ow - ox0);
+  const float *a = wp + q * cv->k * MR;
   float *y = proto->y + (b * cv->o + q * MR) * cv->p + oy * cv->ow + ox0;
   /* the output lines of the next tile along the rows, fetched for writing while the sums
    * are taken: a stem's output is too large to stay in the caches from one inference to the
@@ -237,7 +241,8 @@ typedef struct {
   const window_geom *wg;
   const float *x, *wp, *bias, *res;
   float *y, *planes;
-  const i64 *boff;
+  const i64 *boff;         /* the row offsets in the image's planes, or a band's */
+  const window_geom *band; /* the row tiles' band (band_geometry) */
   const tile_out *proto;
   i64 b, blocks, spans, tasks; /* the image; wide blocks, spans of them; the job's tasks */
   float lo, hi;
@@ -293,26 +298,71 @@ static void implicit_products(void *arg, i64 t) {
   }
 }
 
-/* Task t of image b's row tiles: a contiguous share of its bands of ROW_TILE output rows,
- * every panel of each. */
+/* Output rows per band of the row tiles: each band first copies the phase planes of its
+ * input rows, with the rows its windows share with the next band, into a buffer of its
+ * thread (phase_plane with the band's top padding), where its tiles then find them. The
+ * image's planes copied whole ahead (613 KB for a 224x224 stem) had left L1 and L2, which
+ * the output's lines go through, by the time a tile read them. Inside the models, one
+ * process, the steps timed, against the whole planes: MobileNetV2's stem 0.350 -> 0.324 ms
+ * at one thread, 0.173 -> 0.160 at two; EfficientNet-B0's 0.515 -> 0.472 and 0.284 ->
+ * 0.231; ResNet-50's 7x7 stem 2.37-2.58 -> 2.33-2.37. Bands of 16 rows did as well at one
+ * thread, of 4 rows a little better at two (0.210 against 0.216 ms for MobileNetV2's). */
+#define BAND_ROWS (4 * ROW_TILE)
+
+/* The geometry of a band's phase planes: BAND_ROWS output rows' worth (hq), as wide as the
+ * image's (wq). */
+static window_geom band_geometry(const conv_geom *cv, const window_geom *wg) {
+  window_geom band = *wg;
+  band.hq = BAND_ROWS + (cv->kh - 1) * cv->dh / cv->sh;
+  band.phase = band.hq * band.wq;
+  return band;
+}
+
+/* Floats of a band's planes (every channel's phases), then VW for the reads of a last
+ * vector's dropped outputs. */
+static i64 band_floats(const conv_geom *cv, const window_geom *band) {
+  return cv->c * cv->sh * cv->sw * band->phase + VW;
+}
+
+/* Task t of image b's row tiles: a contiguous share of its bands, every panel of each. */
 static void implicit_row_tiles(void *arg, i64 t) {
-  const implicit_job *job = arg;
+  implicit_job *job = arg;
   const conv_geom *cv = job->cv;
+  const window_geom *band = job->band;
+  const i64 phases = cv->sh * cv->sw;
+  float *planes = thread_scratch(band_floats(cv, band));
+  if (!planes) {
+    atomic_store(&job->failed, 1);
+    return;
+  }
+  memset(planes + band_floats(cv, band) - VW, 0, VW * sizeof(float));
   i64 band0, band1;
-  part_range((cv->oh + ROW_TILE - 1) / ROW_TILE, job->tasks, t, &band0, &band1);
-  for (i64 oy = band0 * ROW_TILE; oy < min64(band1 * ROW_TILE, cv->oh); oy += ROW_TILE)
-    for (i64 ox0 = 0; ox0 < cv->ow; ox0 += VW)
-      for (i64 q = 0; q < (cv->o + MR - 1) / MR; q++)
-        row_tile(cv, job->wg, job->planes, job->boff, job->wp, job->proto, job->b, q, oy, ox0);
+  part_range((cv->oh + BAND_ROWS - 1) / BAND_ROWS, job->tasks, t, &band0, &band1);
+  for (i64 oy0 = band0 * BAND_ROWS; oy0 < min64(band1 * BAND_ROWS, cv->oh); oy0 += BAND_ROWS) {
+    window_geom at = *band; /* the band's rows: its top padding moved up by oy0 rows */
+    at.pt = band->pt - oy0 * cv->sh;
+    for (i64 u = 0; u < cv->c * phases; u++)
+      phase_plane(planes + u * band->phase,
+                  job->x + (job->b * cv->c + u / phases) * cv->h * cv->w, &at, 0.0f,
+                  u % phases / cv->sw, u % phases % cv->sw);
+    for (i64 oy = oy0; oy < min64(oy0 + BAND_ROWS, cv->oh); oy += ROW_TILE)
+      for (i64 ox0 = 0; ox0 < cv->ow; ox0 += VW)
+        for (i64 q = 0; q < (cv->o + MR - 1) / MR; q++)
+          row_tile(cv, planes + (oy - oy0) * band->wq + ox0, band->wq, job->boff, job->wp,
+                   job->proto, job->b, q, oy, ox0);
+  }
 }
 
 /* `planes`: implicit_floats floats; `wp`: the weights in panels (pack_panels). Per image,
- * one job copies the phase planes, the next one takes the products. */
+ * one job copies the phase planes, the next one takes the products; or one job takes the
+ * row tiles, band by band. */
 int conv2d_implicit(const conv_geom *cv, const float *x, const float *wp, float *y,
                            const float *bias, const float *res, float *planes, int nt,
                            float lo, float hi, int act) {
-  const window_geom wg = implicit_geometry(cv);
-  const i64 blocks = implicit_blocks(&wg), channel = implicit_channel(&wg);
+  const window_geom wg = implicit_geometry(cv), band = band_geometry(cv, &wg);
+  const int rowwise = implicit_rowwise(cv, &wg);
+  const i64 blocks = implicit_blocks(&wg);
+  const i64 channel = rowwise ? cv->sh * cv->sw * band.phase : implicit_channel(&wg);
   const i64 spans = min64(blocks, ((blocks + NB - 1) / NB + nt - 1) / nt * nt);
   const i64 items = cv->chunks * spans, taps = cv->kh * cv->kw;
   const i64 work = cv->o * blocks * NR * cv->k;
@@ -320,23 +370,23 @@ int conv2d_implicit(const conv_geom *cv, const float *x, const float *wp, float 
                           .act = act};
   i64 *boff = malloc(sizeof(i64) * (size_t)(cv->k + taps));
   if (!boff) return -1;
-  tap_offsets(boff + cv->k, &wg);
+  tap_offsets(boff + cv->k, rowwise ? &band : &wg);
   for (i64 k = 0; k < cv->k; k++) boff[k] = k / taps * channel + boff[cv->k + k % taps];
-  implicit_job job = {.cv = cv, .wg = &wg, .x = x, .wp = wp, .bias = bias, .res = res, .y = y,
-                      .planes = planes, .boff = boff, .proto = &proto, .blocks = blocks,
-                      .spans = spans, .lo = lo, .hi = hi, .act = act};
+  implicit_job job = {.cv = cv, .wg = &wg, .band = &band, .x = x, .wp = wp, .bias = bias,
+                      .res = res, .y = y, .planes = planes, .boff = boff, .proto = &proto,
+                      .blocks = blocks, .spans = spans, .lo = lo, .hi = hi, .act = act};
   atomic_init(&job.failed, 0);
   for (i64 b = 0; b < cv->n && !atomic_load(&job.failed); b++) {
     job.b = b;
+    if (rowwise) {
+      job.tasks = split_tasks((cv->oh + BAND_ROWS - 1) / BAND_ROWS, work, nt);
+      ph_parallel(job.tasks, nt, implicit_row_tiles, &job);
+      continue;
+    }
     job.tasks = split_tasks(implicit_plane_items(cv), implicit_floats(cv) * COPY_WORK, nt);
     ph_parallel(job.tasks, nt, implicit_planes, &job);
-    if (implicit_rowwise(cv, &wg)) {
-      job.tasks = split_tasks((cv->oh + ROW_TILE - 1) / ROW_TILE, work, nt);
-      ph_parallel(job.tasks, nt, implicit_row_tiles, &job);
-    } else {
-      job.tasks = split_tasks(items, work, nt);
-      ph_parallel(job.tasks, nt, implicit_products, &job);
-    }
+    job.tasks = split_tasks(items, work, nt);
+    ph_parallel(job.tasks, nt, implicit_products, &job);
   }
   free(boff);
   return atomic_load(&job.failed) ? -1 : 0;
