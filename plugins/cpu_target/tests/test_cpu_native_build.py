@@ -167,7 +167,7 @@ def test_sources_without_a_unit_are_refused(tmp_path):
 def test_the_kernel_sources_put_the_vector_math_before_the_activations():
     files = native.sources()
     assert {"kernels.h", "conv.h", "common.c", "conv.c", "implicit.c", "winograd.c", "window.c",
-            "matmul.c", "steps.c"} <= set(files)
+            "max_pool.c", "matmul.c", "steps.c"} <= set(files)
     common = files["common.c"]
     assert common.index("ph_sigmoid_f32(float x)") < common.index('#line 1 "common.c"')
     assert all("ph_sigmoid_f32(float x)" not in text

@@ -1,7 +1,7 @@
 /* Native float32 kernels of the passhost cpu target, loaded with ctypes: what their
  * translation units (common.c, conv.c, implicit.c, winograd.c, nhwc.c, nchwc.c, window.c,
- * window_nhwc.c, matmul.c, pool.c, steps.c) share. Their parallel loops run on the
- * library's own thread pool (pool.c).
+ * max_pool.c, window_nhwc.c, chain.c, scaled.c, matmul.c, pool.c, steps.c) share. Their
+ * parallel loops run on the library's own thread pool (pool.c).
  *
  * Every array is C-contiguous float32. Each kernel takes its static geometry as one int64
  * array (the last entry is the thread count, 0 for all cores) and, where it has an epilogue,

@@ -1,14 +1,8 @@
-/* Window kernels over NCHW data: depthwise convolutions and max pooling (the NHWC ones are in
- * window_nhwc.c). */
+/* Depthwise convolutions over NCHW data, and what the window kernels share (max pooling is in
+ * max_pool.c, the NHWC kernels in window_nhwc.c). */
 #include "window.h"
 
-/* Calls plane(ctx, t, buf) for every plane t in [0, planes) on nt threads (planes are equal
- * work, `work` multiply-adds in all), in contiguous shares (split_tasks), each with a
- * buffer of `floats` floats filled with `fill`: one per thread (ph_worker_index), made and
- * filled by its thread on its first task, so that what a plane leaves unwritten keeps the
- * fill; 0, or -1 when a buffer cannot be allocated. */
-typedef void (*plane_fn)(const void *ctx, i64 t, float *buf);
-
+/* for_each_plane's job. */
 typedef struct {
   plane_fn plane;
   const void *ctx;
@@ -35,8 +29,8 @@ static void plane_task(void *arg, i64 t) {
   for (i64 p = p0; p < p1; p++) job->plane(job->ctx, p, *buf);
 }
 
-static int for_each_plane(i64 planes, i64 work, int nt, i64 floats, plane_fn plane,
-                          const void *ctx, float fill) {
+int for_each_plane(i64 planes, i64 work, int nt, i64 floats, plane_fn plane, const void *ctx,
+                   float fill) {
   plane_job job = {.plane = plane, .ctx = ctx, .planes = planes, .floats = floats,
                    .tasks = split_tasks(planes, work, nt), .fill = fill};
   atomic_init(&job.failed, 0);
@@ -48,9 +42,7 @@ static int for_each_plane(i64 planes, i64 work, int nt, i64 floats, plane_fn pla
   return atomic_load(&job.failed) ? -1 : 0;
 }
 
-/* A job over the window geometry g (window_geometry) of c channels, its tap offsets set;
- * NULL when out of memory. */
-static window_job *window_job_new(const i64 *g, i64 c) {
+window_job *window_job_new(const i64 *g, i64 c) {
   const window_geom wg = window_geometry(g);
   window_job *job = malloc(sizeof(window_job) + sizeof(i64) * (size_t)(wg.kh * wg.kw));
   if (!job) return NULL;
@@ -70,13 +62,6 @@ static window_job *window_job_new(const i64 *g, i64 c) {
  * rows and segments overwrite) have space for it, else it goes through `tmp`. Inlined with
  * constant nr and nv so that the sums stay in registers. */
 #define DW_ROWS 4
-
-/* Where tap column kx of a window starting at even column 0 lies in a row split into its
- * even and odd columns (depthwise_s2_plane's layout, halves of `half` floats): even columns
- * at kx / 2, odd ones in the second half, one float further on. */
-static inline i64 split_column(i64 half, int kx) {
-  return (kx % 2 ? half + 1 : 0) + kx / 2;
-}
 
 /* Output rows dst + r * ow (r < rows <= DW_ROWS) of sums a[r][0..nv), through the epilogue
  * (see depthwise_block). */
@@ -345,7 +330,7 @@ static int depthwise_s2(const window_geom *wg) {
 
 /* Floats of each half-row: the columns the outputs read and the data's, rounded up to
  * whole vectors, and a vector for reads past them. */
-static i64 depthwise_s2_half(const window_geom *wg) {
+i64 depthwise_s2_half(const window_geom *wg) {
   const i64 cols = max64(wg->ow + wg->kw / 2, (wg->w + wg->pl) / 2 + 1);
   return (cols + VW - 1) / VW * VW + VW;
 }
@@ -357,14 +342,14 @@ static i64 depthwise_s2_rows(const window_geom *wg) {
   return max64(wg->h + wg->pt, 2 * (wg->oh - 1) + wg->kh) + 2 * (DW_ROWS - 1);
 }
 
-static i64 depthwise_s2_floats(const window_geom *wg) {
+i64 depthwise_s2_floats(const window_geom *wg) {
   return depthwise_s2_rows(wg) * 2 * depthwise_s2_half(wg) + VW;
 }
 
 /* The input plane x split into `buf` as depthwise_s2 reads it: each data row at its padded
  * row, its columns in the even and odd halves of depthwise_s2_half floats. The padding keeps
  * the buffer's fill, `fill`, which the lanes stored past a row's last columns hold too. */
-static void split_rows(const window_job *job, const float *x, float *buf, float fill) {
+void split_rows(const window_job *job, const float *x, float *buf, float fill) {
   const window_geom *wg = &job->wg;
   const i64 half = depthwise_s2_half(wg), w = wg->w, pl = wg->pl;
   vi even, odd, lane;
@@ -619,81 +604,6 @@ static int depthwise_nchw(const float *x, const float *w, float *y, const float 
   } else {
     status = for_each_plane(planes, work, nt, floats, depthwise_input_plane, job, 0.0f);
   }
-  free(job);
-  return status;
-}
-
-static void max_pool_plane(const void *ctx, i64 t, float *buf) {
-  const window_job *job = ctx;
-  const window_geom *wg = &job->wg;
-  float *restrict acc = buf + wg->acc;
-  phase_planes(buf, job->x + t * wg->h * wg->w, wg, -INFINITY);
-  memcpy(acc, buf + job->off[0], (size_t)wg->wide * sizeof(float));
-  for (i64 tap = 1; tap < wg->kh * wg->kw; tap++) {
-    const float *restrict s = buf + job->off[tap];
-    for (i64 p = 0; p < wg->wide; p++) {
-      const float a = acc[p], v = s[p];
-      acc[p] = (a != a || a > v) ? a : v;
-    }
-  }
-  for (i64 oy = 0; oy < wg->oh; oy++)
-    memcpy(job->y + (t * wg->oh + oy) * wg->ow, acc + oy * wg->wq,
-           (size_t)wg->ow * sizeof(float));
-}
-
-/* 3x3 stride-2 pooling (ResNet's), padded by at most one at the top and left, reads the plane
- * split into even and odd columns as depthwise_s2 does, the padding -inf: each output vector
- * is the largest of nine whole vectors. ResNet's pool (64 channels, 112 -> 56): 0.65x the
- * time of the tap-by-tap path, which copied four phase planes. The largest of each input
- * row's three taps (row_max) serves the two output rows that row is a tap row of, going
- * down a column of vectors: six vectors loaded per output vector instead of nine (0.94x the
- * time warm, 1.0x with the caches evicted, C harness). Taking each row's taps, then the
- * rows, in order keeps the taps' order (the last of equal values wins, so a -0 and a +0
- * tie as in the tap-by-tap path, and the first NaN). */
-static int max_pool_s2(const window_geom *wg) {
-  return wg->kh == 3 && wg->kw == 3 && wg->sh == 2 && wg->sw == 2 && wg->dh == 1 &&
-         wg->dw == 1 && wg->pt >= 0 && wg->pt <= 1 && wg->pl >= 0 && wg->pl <= 1 &&
-         wg->ow >= VW - VW / 4;
-}
-
-/* The largest of a split row's three taps (kx = 0, 1, 2) for the outputs at `row`, in the
- * taps' order. */
-static inline vf row_max(const float *row, i64 half) {
-  vf acc = *(const vf *)(row + split_column(half, 0));
-  for (int kx = 1; kx < 3; kx++) acc = vmax_nan(acc, *(const vf *)(row + split_column(half, kx)));
-  return acc;
-}
-
-static void max_pool_s2_plane(const void *ctx, i64 t, float *buf) {
-  const window_job *job = ctx;
-  const window_geom *wg = &job->wg;
-  const i64 half = depthwise_s2_half(wg), stride = 2 * half;
-  float *dst = job->y + t * wg->oh * wg->ow;
-  split_rows(job, job->x + t * wg->h * wg->w, buf, -INFINITY);
-  for (i64 ox = 0; ox < wg->ow; ox += VW) {
-    const float *col = buf + VW - 1 + ox;
-    vf top = row_max(col, half);
-    for (i64 oy = 0; oy < wg->oh; oy++) {
-      const float *row = col + 2 * oy * stride;
-      const vf mid = row_max(row + stride, half), low = row_max(row + 2 * stride, half);
-      store_first(dst + oy * wg->ow + ox, vmax_nan(vmax_nan(top, mid), low),
-                  min64(VW, wg->ow - ox));
-      top = low;
-    }
-  }
-}
-
-/* Max pooling, NCHW: the largest tap of each window (padding never wins; NaN propagates). */
-int ph_max_pool_nchw(const float *x, float *y, const i64 *g) {
-  window_job *job = window_job_new(g, 1);
-  if (!job) return -1;
-  job->x = x;
-  job->y = y;
-  const int s2 = max_pool_s2(&job->wg);
-  const i64 work = g[12] * job->wg.oh * job->wg.ow * job->wg.kh * job->wg.kw;
-  const int status = for_each_plane(
-      g[12], work, num_threads(g[13]), s2 ? depthwise_s2_floats(&job->wg) : job->wg.floats,
-      s2 ? max_pool_s2_plane : max_pool_plane, job, s2 ? -INFINITY : 0.0f);
   free(job);
   return status;
 }

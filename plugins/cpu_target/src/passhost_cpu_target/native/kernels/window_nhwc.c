@@ -1,5 +1,5 @@
 /* Window kernels over NHWC data, vectors along the channels: depthwise convolution and max
- * pooling (the NCHW ones are in window.c). */
+ * pooling (the NCHW ones are in window.c and max_pool.c). */
 #include "kernels.h"
 
 typedef struct {
