@@ -178,6 +178,14 @@ static void implicit_store(const conv_geom *cv, const window_geom *wg, const flo
  * bit the same sums. */
 #define ROW_TILE 2
 
+/* The first n (<= VW) lanes of v stored at p: a whole vector when n is VW. */
+static inline void store_lanes(float *p, vf v, i64 n) {
+  if (n == VW)
+    *(vf *)p = v;
+  else
+    store_first(p, v, n);
+}
+
 /* Panel q's tile at output rows oy .. oy + ROW_TILE (those past OH dropped) and columns
  * ox0 .. ox0 + VW (those past OW dropped) of image b, through proto's epilogue, from the
  * phase planes at src: row oy, column ox0 of the planes, their rows `step` floats apart. */
@@ -218,22 +226,16 @@ static inline __attribute__((always_inline)) void row_tile(
       v = vclamp(v, lo, hi);
       if (proto->act)
         *(vf *)(staged + (i * ROW_TILE + r) * VW) = v;
-      else if (cols == VW)
-        *(vf *)(y + at) = v;
       else
-        store_first(y + at, v, cols);
+        store_lanes(y + at, v, cols);
     }
   }
   if (!proto->act) return;
   activate(staged, rows * ROW_TILE, VW, VW, proto->act);
   for (i64 i = 0; i < rows; i++)
-    for (i64 r = 0; r < lines; r++) {
-      const vf v = *(const vf *)(staged + (i * ROW_TILE + r) * VW);
-      if (cols == VW)
-        *(vf *)(y + i * cv->p + r * cv->ow) = v;
-      else
-        store_first(y + i * cv->p + r * cv->ow, v, cols);
-    }
+    for (i64 r = 0; r < lines; r++)
+      store_lanes(y + i * cv->p + r * cv->ow, *(const vf *)(staged + (i * ROW_TILE + r) * VW),
+                  cols);
 }
 
 typedef struct {
@@ -330,12 +332,13 @@ static void implicit_row_tiles(void *arg, i64 t) {
   const conv_geom *cv = job->cv;
   const window_geom *band = job->band;
   const i64 phases = cv->sh * cv->sw;
-  float *planes = thread_scratch(band_floats(cv, band));
+  const i64 floats = band_floats(cv, band);
+  float *planes = thread_scratch(floats);
   if (!planes) {
     atomic_store(&job->failed, 1);
     return;
   }
-  memset(planes + band_floats(cv, band) - VW, 0, VW * sizeof(float));
+  memset(planes + floats - VW, 0, VW * sizeof(float));
   i64 band0, band1;
   part_range((cv->oh + BAND_ROWS - 1) / BAND_ROWS, job->tasks, t, &band0, &band1);
   for (i64 oy0 = band0 * BAND_ROWS; oy0 < min64(band1 * BAND_ROWS, cv->oh); oy0 += BAND_ROWS) {
